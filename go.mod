@@ -1,0 +1,3 @@
+module github.com/slackpoll/slackpoll
+
+go 1.26.8

@@ -1,0 +1,169 @@
+package readmodel
+
+import (
+	"time"
+)
+
+// Line kinds of the export format (design.md §6).
+const (
+	KindConversation = "conversation"
+	KindMessage      = "message"
+	KindUser         = "user"
+)
+
+// ConversationLine is one conversation in the export format (design.md §6).
+type ConversationLine struct {
+	Kind        string     `json:"kind"`
+	ID          string     `json:"id"`
+	Type        string     `json:"type"`
+	Name        string     `json:"name"`
+	IsArchived  bool       `json:"is_archived"`
+	Status      string     `json:"status"`
+	NeededScope string     `json:"needed_scope"`
+	LastSweptAt *time.Time `json:"last_swept_at"`
+}
+
+// ReplyLine is one thread reply inside a MessageLine's Replies.
+type ReplyLine struct {
+	TS        TS         `json:"ts"`
+	ThreadTS  TS         `json:"thread_ts"`
+	User      string     `json:"user"`
+	UserLabel string     `json:"user_label"`
+	BotID     string     `json:"bot_id"`
+	Subtype   string     `json:"subtype"`
+	Text      string     `json:"text"`
+	Edited    *Edited    `json:"edited"`
+	Reactions []Reaction `json:"reactions"`
+	OwnPost   bool       `json:"own_post"`
+}
+
+// MessageLine is one timeline message in the export format (design.md §6): top-level
+// messages, thread parents and thread_broadcast replies.
+type MessageLine struct {
+	Kind           string      `json:"kind"`
+	Channel        string      `json:"channel"`
+	TS             TS          `json:"ts"`
+	ThreadTS       TS          `json:"thread_ts"`
+	User           string      `json:"user"`
+	UserLabel      string      `json:"user_label"`
+	BotID          string      `json:"bot_id"`
+	Subtype        string      `json:"subtype"`
+	Text           string      `json:"text"`
+	Edited         *Edited     `json:"edited"`
+	Reactions      []Reaction  `json:"reactions"`
+	ReplyCount     int         `json:"reply_count"`
+	LatestReply    TS          `json:"latest_reply"`
+	ReplyWatermark TS          `json:"reply_watermark"`
+	Replies        []ReplyLine `json:"replies"`
+	OwnPost        bool        `json:"own_post"`
+	Deleted        bool        `json:"deleted"`
+	MissingSince   *time.Time  `json:"missing_since"`
+	Record         string      `json:"record"`
+	LastPolledAt   *time.Time  `json:"last_polled_at"`
+}
+
+// UserLine is one looked-up user in the export format (design.md §6).
+type UserLine struct {
+	Kind        string     `json:"kind"`
+	ID          string     `json:"id"`
+	DisplayName string     `json:"display_name"`
+	RealName    string     `json:"real_name"`
+	Label       string     `json:"label"`
+	Deleted     bool       `json:"deleted"`
+	LookupError string     `json:"lookup_error"`
+	FetchedAt   *time.Time `json:"fetched_at"`
+}
+
+// Labeler returns the label of a user ID, or "" when the user is not known yet.
+type Labeler func(userID string) string
+
+// UserLabel returns the label of a message's author: the user's label (the raw ID when
+// not looked up yet), or for a message without a user the bot's name, else its bot_id.
+func UserLabel(m *Message, label Labeler) string {
+	if m.User != "" {
+		if label != nil {
+			if l := label(m.User); l != "" {
+				return l
+			}
+		}
+		return m.User
+	}
+	if m.BotName != "" {
+		return m.BotName
+	}
+	return m.BotID
+}
+
+func utcPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC().Truncate(time.Second)
+	return &u
+}
+
+func reactionsOrEmpty(rs []Reaction) []Reaction {
+	if rs == nil {
+		return []Reaction{}
+	}
+	out := make([]Reaction, len(rs))
+	for i, r := range rs {
+		if r.Users == nil {
+			r.Users = []string{}
+		}
+		out[i] = r
+	}
+	return out
+}
+
+// NewConversationLine renders c as an export line.
+func NewConversationLine(c *Conversation) ConversationLine {
+	status := c.Status
+	if status == "" {
+		status = StatusPending
+	}
+	return ConversationLine{
+		Kind: KindConversation, ID: c.ID, Type: c.Type, Name: c.Name,
+		IsArchived: c.IsArchived, Status: status, NeededScope: c.NeededScope,
+		LastSweptAt: utcPtr(c.LastSweptAt),
+	}
+}
+
+// NewReplyLine renders a thread reply as an element of a message line's replies.
+func NewReplyLine(r *Message, label Labeler) ReplyLine {
+	return ReplyLine{
+		TS: r.TS, ThreadTS: r.ThreadTS, User: r.User, UserLabel: UserLabel(r, label),
+		BotID: r.BotID, Subtype: r.Subtype, Text: r.Text, Edited: r.Edited,
+		Reactions: reactionsOrEmpty(r.Reactions), OwnPost: r.OwnPost,
+	}
+}
+
+// NewMessageLine renders a timeline message and its replies (ascending by ts) as an
+// export line.
+func NewMessageLine(m *Message, replies []Message, label Labeler) MessageLine {
+	rl := make([]ReplyLine, len(replies))
+	for i := range replies {
+		rl[i] = NewReplyLine(&replies[i], label)
+	}
+	return MessageLine{
+		Kind: KindMessage, Channel: m.Channel, TS: m.TS, ThreadTS: m.ThreadTS,
+		User: m.User, UserLabel: UserLabel(m, label), BotID: m.BotID, Subtype: m.Subtype,
+		Text: m.Text, Edited: m.Edited, Reactions: reactionsOrEmpty(m.Reactions),
+		ReplyCount: m.ReplyCount, LatestReply: m.LatestReply, ReplyWatermark: m.ReplyWatermark,
+		Replies: rl, OwnPost: m.OwnPost, Deleted: m.Deleted,
+		MissingSince: utcPtr(m.MissingSince), Record: m.Record,
+		LastPolledAt: utcPtr(m.LastPolledAt),
+	}
+}
+
+// NewUserLine renders a cached user as an export line.
+func NewUserLine(u *User) UserLine {
+	var fetched *time.Time
+	if !u.FetchedAt.IsZero() {
+		fetched = utcPtr(&u.FetchedAt)
+	}
+	return UserLine{
+		Kind: KindUser, ID: u.ID, DisplayName: u.DisplayName, RealName: u.RealName,
+		Label: u.Label(), Deleted: u.Deleted, LookupError: u.LookupError, FetchedAt: fetched,
+	}
+}

@@ -1,0 +1,209 @@
+// Package readmodel is slackpoll's domain: the read model of Slack conversations
+// (messages, threads, reactions, users), the Store and Source ports it is written
+// through, and the Poller that keeps it current by the replace-on-read contract of
+// design.md §2. It depends on the standard library only; bbolt and slack-go live in
+// the adapter packages internal/bolt and internal/slackapi.
+package readmodel
+
+import "time"
+
+// Conversation types, as slackpoll names them (design.md §3). They are derived from
+// conversations.info flags by TypeFromFlags, never from the ID prefix.
+const (
+	TypePublicChannel  = "public_channel"
+	TypePrivateChannel = "private_channel"
+	TypeMPIM           = "mpim"
+	TypeIM             = "im"
+)
+
+// Conversation statuses (design.md §6).
+const (
+	StatusPending         = "pending"
+	StatusOK              = "ok"
+	StatusNotInChannel    = "not_in_channel"
+	StatusMissingScope    = "missing_scope"
+	StatusChannelNotFound = "channel_not_found"
+	StatusArchived        = "archived"
+	StatusError           = "error"
+)
+
+// Subtypes with a meaning for the read model.
+const (
+	SubtypeTombstone       = "tombstone"
+	SubtypeThreadBroadcast = "thread_broadcast"
+	SubtypeBotMessage      = "bot_message"
+)
+
+// TypeFromFlags maps conversations.info flags to a conversation type: is_im → im,
+// else is_mpim → mpim, else is_private → private_channel, else public_channel.
+func TypeFromFlags(isIM, isMPIM, isPrivate bool) string {
+	switch {
+	case isIM:
+		return TypeIM
+	case isMPIM:
+		return TypeMPIM
+	case isPrivate:
+		return TypePrivateChannel
+	}
+	return TypePublicChannel
+}
+
+// HistoryScope returns the OAuth scope conversations.history and .replies need for a
+// conversation type: channels:history, groups:history, im:history or mpim:history.
+func HistoryScope(convType string) string {
+	switch convType {
+	case TypeIM:
+		return "im:history"
+	case TypeMPIM:
+		return "mpim:history"
+	case TypePrivateChannel:
+		return "groups:history"
+	}
+	return "channels:history"
+}
+
+// Reaction is one emoji on a message. Count is authoritative; Users may be truncated by
+// Slack. Skin-tone variants ("thumbsup::skin-tone-2") are separate reactions.
+type Reaction struct {
+	Name  string   `json:"name"`
+	Count int      `json:"count"`
+	Users []string `json:"users"`
+}
+
+// Edited is a message's edited marker: who edited it and the ts of the edit.
+type Edited struct {
+	User string `json:"user"`
+	TS   TS     `json:"ts"`
+}
+
+// Message is one stored message, keyed by (Channel, TS): a top-level message, a thread
+// parent, a thread reply, or a thread_broadcast reply (one record, both in the timeline
+// and in its thread). Its Slack fields are replaced whole on every read of it.
+type Message struct {
+	Channel  string `json:"channel"`
+	TS       TS     `json:"ts"`
+	ThreadTS TS     `json:"thread_ts"`
+	User     string `json:"user"`
+	BotID    string `json:"bot_id"`
+	// BotName is a bot message's label: username, else bot_profile.name (design.md §3).
+	BotName     string     `json:"bot_name"`
+	Subtype     string     `json:"subtype"`
+	Text        string     `json:"text"`
+	Edited      *Edited    `json:"edited"`
+	Reactions   []Reaction `json:"reactions"`
+	ReplyCount  int        `json:"reply_count"`
+	LatestReply TS         `json:"latest_reply"`
+
+	// Fields only polling knows.
+
+	// ReplyWatermark is the LatestReply at which the reply set was last fully read.
+	ReplyWatermark TS         `json:"reply_watermark"`
+	OwnPost        bool       `json:"own_post"`
+	Deleted        bool       `json:"deleted"`
+	MissingSince   *time.Time `json:"missing_since"`
+	Record         string     `json:"record"`
+	// LastPolledAt is when the message itself was last read; nil for a message added
+	// by track and never read. It orders the tail rotation.
+	LastPolledAt *time.Time `json:"last_polled_at"`
+}
+
+// IsReply reports whether m is a thread reply (thread_ts set and different from ts).
+func (m *Message) IsReply() bool { return m.ThreadTS != "" && m.ThreadTS != m.TS }
+
+// IsParent reports whether m is (or was) a thread parent.
+func (m *Message) IsParent() bool {
+	return m.ThreadTS == m.TS || m.ReplyCount > 0 || m.LatestReply != "" || m.ReplyWatermark != ""
+}
+
+// InTimeline reports whether m shows in the channel timeline: every non-reply, and
+// thread_broadcast replies.
+func (m *Message) InTimeline() bool { return !m.IsReply() || m.Subtype == SubtypeThreadBroadcast }
+
+// IsTracked reports whether m belongs to the tail rotation: every top-level message
+// (replies are refreshed through their parent's thread read).
+func (m *Message) IsTracked() bool { return !m.IsReply() }
+
+// Ref names one message: the join key (channel, ts).
+type Ref struct {
+	Channel string `json:"channel"`
+	TS      TS     `json:"ts"`
+}
+
+// User is a cached users.info answer. Label is display_name → real_name → the ID.
+type User struct {
+	ID          string `json:"id"`
+	DisplayName string `json:"display_name"`
+	RealName    string `json:"real_name"`
+	Deleted     bool   `json:"deleted"`
+	// LookupError is Slack's refusal (user_not_found, user_not_visible); "" on success.
+	LookupError string    `json:"lookup_error"`
+	FetchedAt   time.Time `json:"fetched_at"`
+}
+
+// Label returns the name to show for u: profile.display_name, else profile.real_name,
+// else the raw ID; never "".
+func (u *User) Label() string {
+	if u.DisplayName != "" {
+		return u.DisplayName
+	}
+	if u.RealName != "" {
+		return u.RealName
+	}
+	return u.ID
+}
+
+// Conversation is the stored state of one conversation.
+type Conversation struct {
+	ID         string `json:"id"`
+	Type       string `json:"type"`
+	Name       string `json:"name"`
+	IsArchived bool   `json:"is_archived"`
+	Status     string `json:"status"`
+	// NeededScope is the scope missing_scope asked for; "" otherwise.
+	NeededScope string `json:"needed_scope"`
+	// ErrorDetail is the last per-conversation error code or message, for status.
+	ErrorDetail string     `json:"error_detail"`
+	LastSweptAt *time.Time `json:"last_swept_at"`
+	// InfoReadAt is when conversations.info was last read successfully or not; info is
+	// re-read at most hourly and after a per-conversation error.
+	InfoReadAt *time.Time `json:"info_read_at"`
+	// RetryAt is the earliest time a conversation in an error status is read again.
+	RetryAt *time.Time `json:"retry_at"`
+	// Discovered is set for conversations found by discover: member rather than listed.
+	Discovered bool `json:"discovered"`
+}
+
+// Identity is what auth.test says about the token: the bot user and bot IDs used to
+// recognise own posts and reactions, and the granted scopes (X-OAuth-Scopes).
+type Identity struct {
+	TeamID  string    `json:"team_id"`
+	UserID  string    `json:"user_id"`
+	BotID   string    `json:"bot_id"`
+	Scopes  []string  `json:"scopes"`
+	CheckAt time.Time `json:"checked_at"`
+}
+
+// MethodState is the persisted pacing state of one Slack method, so a restarted daemon
+// neither fires early nor ignores a Retry-After.
+type MethodState struct {
+	LastCall  time.Time `json:"last_call"`
+	NotBefore time.Time `json:"not_before"`
+}
+
+// TickSummary describes one finished tick, for logs, status and metrics.
+type TickSummary struct {
+	Started  time.Time      `json:"started"`
+	Finished time.Time      `json:"finished"`
+	Calls    map[string]int `json:"calls"`
+	// StopReason is "complete", "budget:<cap>", "deadline", "shutdown" or "error".
+	StopReason      string   `json:"stop_reason"`
+	MessagesWritten int      `json:"messages_written"`
+	ThreadsWritten  int      `json:"threads_written"`
+	TailRead        int      `json:"tail_read"`
+	UsersResolved   int      `json:"users_resolved"`
+	Errors          []string `json:"errors"`
+	// RotationPeriod is the estimated time for the tail rotation to re-read every
+	// tracked message: the worst-case staleness of changes watermarks cannot see.
+	RotationPeriod time.Duration `json:"rotation_period"`
+	Tracked        int           `json:"tracked"`
+}

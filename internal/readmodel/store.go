@@ -1,0 +1,100 @@
+package readmodel
+
+import (
+	"errors"
+	"time"
+)
+
+// ErrStopIteration may be returned by a ForEach callback to end the walk early without
+// an error.
+var ErrStopIteration = errors.New("stop iteration")
+
+// Store is the persistent read model. All writes happen inside Update, in one
+// transaction: either everything fn wrote is committed, or (fn returned an error, or the
+// process died) nothing is. That is what rule 3 of replace-on-read rests on.
+// Implementations: internal/bolt (bbolt), and an in-memory one in tests.
+type Store interface {
+	// View runs fn in a read-only transaction. Values returned by Tx methods are copies
+	// and stay valid after fn returns.
+	View(fn func(Tx) error) error
+	// Update runs fn in a read-write transaction and commits it if fn returns nil.
+	Update(fn func(Tx) error) error
+	// Close releases the store (and, for bbolt, its file lock).
+	Close() error
+}
+
+// Tx is one store transaction. Read methods return (zero, false, nil) for a missing
+// item; errors are storage or decoding failures only. Write methods fail with an error
+// on a read-only transaction.
+type Tx interface {
+	// Conversation returns the stored conversation with that ID.
+	Conversation(id string) (Conversation, bool, error)
+	// Conversations calls fn for every stored conversation, by ID ascending.
+	Conversations(fn func(Conversation) error) error
+	// PutConversation replaces the stored conversation with c.
+	PutConversation(c Conversation) error
+
+	// Message returns the record of (channel, ts): a timeline message or a reply.
+	Message(channel string, ts TS) (Message, bool, error)
+	// PutMessage replaces the record of (m.Channel, m.TS) with m. It keeps the derived
+	// indexes current: the thread index (a reply is listed under its ThreadTS) and, for
+	// tracked messages (m.IsTracked()), the tail index ordered by LastPolledAt with
+	// never-polled (nil) first. m.TS must be valid.
+	PutMessage(m Message) error
+	// DeleteMessage removes the record of (channel, ts) and its index entries; deleting
+	// a missing record is not an error.
+	DeleteMessage(channel string, ts TS) error
+	// Replies returns the replies stored under the thread whose parent is (channel,
+	// threadTS), ascending by ts, without the parent.
+	Replies(channel string, threadTS TS) ([]Message, error)
+	// Timeline calls fn for every timeline message (m.InTimeline()) of the channel with
+	// oldest <= ts <= latest, ascending by ts. "" for oldest or latest leaves that end
+	// open. Returning ErrStopIteration ends the walk with a nil error.
+	Timeline(channel string, oldest, latest TS, fn func(Message) error) error
+	// TailOldest returns up to n tracked messages least recently polled first (never
+	// polled first; ties by channel then ts), skipping those for which skip returns
+	// true. Its cost grows with n and the skipped entries, not with the store size.
+	TailOldest(n int, skip func(TailEntry) bool) ([]TailEntry, error)
+	// Counts returns, for one channel, the number of stored message records, of thread
+	// parents with a stored reply set, and of tracked messages.
+	Counts(channel string) (ChannelCounts, error)
+
+	// User returns the cached users.info answer for id.
+	User(id string) (User, bool, error)
+	// Users calls fn for every cached user, by ID ascending.
+	Users(fn func(User) error) error
+	// PutUser replaces the cached user u.ID.
+	PutUser(u User) error
+
+	// Record returns the message a record key is attached to.
+	Record(key string) (Ref, bool, error)
+	// PutRecord attaches a record key to a message.
+	PutRecord(key string, ref Ref) error
+
+	// Identity returns the cached auth.test answer.
+	Identity() (Identity, bool, error)
+	// PutIdentity replaces the cached auth.test answer.
+	PutIdentity(id Identity) error
+	// MethodState returns the persisted pacing state of one Slack method.
+	MethodState(method string) (MethodState, bool, error)
+	// PutMethodState replaces the pacing state of one Slack method.
+	PutMethodState(method string, s MethodState) error
+	// LastTick returns the summary of the last finished tick.
+	LastTick() (TickSummary, bool, error)
+	// PutLastTick replaces the summary of the last finished tick.
+	PutLastTick(s TickSummary) error
+}
+
+// TailEntry is one entry of the tail index: a tracked message and when it was last
+// polled (nil: never).
+type TailEntry struct {
+	Ref
+	LastPolledAt *time.Time
+}
+
+// ChannelCounts are per-conversation totals for status.
+type ChannelCounts struct {
+	Messages int `json:"messages"`
+	Threads  int `json:"threads"`
+	Tracked  int `json:"tracked"`
+}
