@@ -1,0 +1,97 @@
+package readmodel
+
+import "time"
+
+// isOwn reports whether m was posted by this app: bot_id equal to the own bot_id from
+// auth.test; subtype bot_message only when the token has no bot_id (classic tokens).
+func isOwn(m *Message, id *Identity) bool {
+	if id == nil {
+		return false
+	}
+	if id.BotID != "" {
+		return m.BotID != "" && m.BotID == id.BotID
+	}
+	return m.Subtype == SubtypeBotMessage
+}
+
+// merge returns the record to store for a message just read (rule 2: its Slack state
+// is replaced whole), carrying over only what polling owns: the reply watermark, the
+// record key. A tombstone is a placeholder, not the message (rule 4): the stored
+// message is marked deleted and keeps its last known content, taking only reply_count
+// and latest_reply from the tombstone.
+func merge(old *Message, read Message, id *Identity, now time.Time) Message {
+	m := read
+	if read.Subtype == SubtypeTombstone {
+		if old != nil {
+			m = *old
+		} else {
+			m = Message{Channel: read.Channel, TS: read.TS}
+		}
+		m.ThreadTS = read.ThreadTS
+		m.ReplyCount, m.LatestReply = read.ReplyCount, read.LatestReply
+		m.Deleted = true
+	} else {
+		m.OwnPost = isOwn(&m, id)
+	}
+	if old != nil {
+		m.ReplyWatermark = old.ReplyWatermark
+		m.Record = old.Record
+	}
+	m.MissingSince = nil
+	m.LastPolledAt = &now
+	return m
+}
+
+// applyRead writes one message read from Slack and returns the stored result.
+func applyRead(tx Tx, read Message, id *Identity, now time.Time) (Message, error) {
+	old, ok, err := tx.Message(read.Channel, read.TS)
+	if err != nil {
+		return Message{}, err
+	}
+	var prev *Message
+	if ok {
+		prev = &old
+	}
+	m := merge(prev, read, id, now)
+	return m, tx.PutMessage(m)
+}
+
+// needsThreadSync is the thread sync test: latest_reply differs (!=, not >) from the
+// stored watermark. Deleting the newest reply moves latest_reply backwards.
+func needsThreadSync(m *Message) bool { return m.LatestReply != m.ReplyWatermark }
+
+// userIDs returns the user IDs a message refers to: its author, the edit's author and
+// the reaction users, for users.info resolution.
+func userIDs(m *Message) []string {
+	ids := make([]string, 0, 2)
+	if m.User != "" {
+		ids = append(ids, m.User)
+	}
+	if m.Edited != nil && m.Edited.User != "" {
+		ids = append(ids, m.Edited.User)
+	}
+	for _, r := range m.Reactions {
+		ids = append(ids, r.Users...)
+	}
+	return ids
+}
+
+// noteUsers queues the users a stored message refers to for resolution.
+func (t *tick) noteUsers(m *Message) {
+	for _, id := range userIDs(m) {
+		t.p.pendingUsers[id] = struct{}{}
+	}
+}
+
+// queueThread schedules a thread sync for a parent whose latest_reply moved.
+func (t *tick) queueThread(m *Message) {
+	if m.IsReply() || !needsThreadSync(m) {
+		return
+	}
+	ref := Ref{m.Channel, m.TS}
+	if t.queued[ref] {
+		return
+	}
+	t.queued[ref] = true
+	t.threadQueue = append(t.threadQueue, threadCandidate{Ref: ref, latestReply: m.LatestReply})
+}

@@ -1,0 +1,89 @@
+package readmodel
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"slices"
+)
+
+// TxLabeler returns a Labeler reading the users cache of tx: a user's label, or "" when
+// the user has not been looked up.
+func TxLabeler(tx Tx) Labeler {
+	return func(id string) string {
+		u, ok, err := tx.User(id)
+		if err != nil || !ok {
+			return ""
+		}
+		return u.Label()
+	}
+}
+
+// MessageLineOf renders the stored timeline message m with its thread.
+func MessageLineOf(tx Tx, m *Message) (MessageLine, error) {
+	var replies []Message
+	if !m.IsReply() {
+		var err error
+		if replies, err = tx.Replies(m.Channel, m.TS); err != nil {
+			return MessageLine{}, err
+		}
+	}
+	return NewMessageLine(m, replies, TxLabeler(tx)), nil
+}
+
+// Export writes the whole read model as JSON Lines (design.md §6): conversations by
+// id (configured ones not stored yet as status pending), then timeline messages by
+// channel id and ts ascending with their replies, then users by id. It streams: memory
+// does not grow with the store.
+func Export(tx Tx, w io.Writer, configured []string) error {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	enc := json.NewEncoder(bw)
+	enc.SetEscapeHTML(false)
+
+	var ids []string
+	stored := map[string]bool{}
+	err := tx.Conversations(func(c Conversation) error {
+		stored[c.ID] = true
+		ids = append(ids, c.ID)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, id := range configured {
+		if !stored[id] {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	for _, id := range ids {
+		c, ok, err := tx.Conversation(id)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			c = Conversation{ID: id, Status: StatusPending}
+		}
+		if err := enc.Encode(NewConversationLine(&c)); err != nil {
+			return err
+		}
+	}
+	for _, id := range ids {
+		err := tx.Timeline(id, "", "", func(m Message) error {
+			line, err := MessageLineOf(tx, &m)
+			if err != nil {
+				return err
+			}
+			return enc.Encode(line)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	err = tx.Users(func(u User) error { return enc.Encode(NewUserLine(&u)) })
+	if err != nil {
+		return err
+	}
+	return bw.Flush()
+}

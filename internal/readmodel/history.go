@@ -1,0 +1,190 @@
+package readmodel
+
+// bulkWindow is phase 1: for each eligible conversation, in rotating order, page
+// conversations.history newest first over (now − BulkWindow, now] until the cursor is
+// empty, the history_pages cap is spent or the soft deadline passes. Each page is
+// committed as it arrives (one transaction per page). Only a walk that reached its
+// empty cursor is a complete read of the window (rule 4), which marks missing_since
+// on stored timeline messages it did not return.
+func (t *tick) bulkWindow() error {
+	for _, ch := range t.rotated() {
+		if t.pastDeadline() {
+			return errStopTick
+		}
+		if t.left.HistoryPages <= 0 {
+			t.noteStop("budget:history_pages")
+			return nil
+		}
+		if err := t.sweep(ch); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sweep reads one conversation's bulk window.
+func (t *tick) sweep(ch string) error {
+	readAt := t.now()
+	oldest := TSFromUnix(readAt.Add(-t.p.cfg.BulkWindow).Unix())
+	seen := map[TS]bool{}
+	provable := true // false once a skipped message's ts is unknown
+	cursor := ""
+	for {
+		if t.pastDeadline() {
+			return errStopTick
+		}
+		if !t.take(&t.left.HistoryPages, "history_pages") {
+			return nil // cut short: proves nothing about absence
+		}
+		t.call(MethodHistory)
+		page, err := t.p.src.History(t.ctx, HistoryRequest{Channel: ch, Oldest: oldest, Limit: HistoryPageLimit, Cursor: cursor})
+		if err != nil {
+			if ferr := t.fatal(err); ferr != nil {
+				return ferr
+			}
+			return t.conversationFailed(ch, err)
+		}
+		for _, s := range page.Skipped {
+			if s.TS == "" {
+				provable = false
+			} else {
+				seen[s.TS] = true // unreadable, not absent
+			}
+		}
+		if len(page.Skipped) > 0 {
+			t.skip("%s: %d undecodable message(s): %s", ch, len(page.Skipped), joinErrs(page.Skipped))
+		}
+		if err := t.applyPage(page.Messages, seen); err != nil {
+			return err
+		}
+		if page.NextCursor == "" {
+			break
+		}
+		if page.NextCursor == cursor {
+			t.skip("%s: conversations.history returned the cursor it was given; window left incomplete", ch)
+			return nil
+		}
+		cursor = page.NextCursor
+	}
+	if provable {
+		if err := t.markMissing(ch, oldest, TSFromUnix(readAt.Unix()), seen); err != nil {
+			return err
+		}
+	}
+	return t.conversationOK(ch, true)
+}
+
+// applyPage writes the messages of one page in one transaction, queues the threads
+// whose latest_reply moved, and notes the users to resolve.
+func (t *tick) applyPage(msgs []Message, seen map[TS]bool) error {
+	now := t.now()
+	var stored []Message
+	err := t.p.store.Update(func(tx Tx) error {
+		stored = stored[:0]
+		for _, read := range msgs {
+			m, err := applyRead(tx, read, t.p.identity, now)
+			if err != nil {
+				return err
+			}
+			stored = append(stored, m)
+		}
+		return nil
+	})
+	if err != nil {
+		return storeErr(err)
+	}
+	for i := range stored {
+		m := &stored[i]
+		if seen != nil {
+			seen[m.TS] = true
+		}
+		t.queueThread(m)
+		t.noteUsers(m)
+	}
+	t.sum.MessagesWritten += len(stored)
+	return nil
+}
+
+// markMissing applies rule 4 after a complete window read over (oldest, latest]:
+// stored timeline messages in that range that the read did not return get
+// missing_since (kept if already set). Nothing else is changed or erased.
+func (t *tick) markMissing(ch string, oldest, latest TS, seen map[TS]bool) error {
+	now := t.now()
+	return storeErr(t.p.store.Update(func(tx Tx) error {
+		var gone []Message
+		err := tx.Timeline(ch, oldest, latest, func(m Message) error {
+			if m.TS.Compare(oldest) > 0 && !seen[m.TS] && m.MissingSince == nil {
+				gone = append(gone, m)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, m := range gone {
+			m.MissingSince = &now
+			if err := tx.PutMessage(m); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+}
+
+// readOne is the exact single-message read of the tail: conversations.history with
+// oldest = latest = ts, inclusive, limit 1 (without inclusive the window is empty). It
+// is a complete read covering ts: absence marks missing_since.
+func (t *tick) readOne(ref Ref) error {
+	t.call(MethodHistory)
+	page, err := t.p.src.History(t.ctx, HistoryRequest{Channel: ref.Channel, Oldest: ref.TS, Latest: ref.TS, Inclusive: true, Limit: 1})
+	if err != nil {
+		if ferr := t.fatal(err); ferr != nil {
+			return ferr
+		}
+		if ClassOf(err) == ClassConversation {
+			return t.conversationFailed(ref.Channel, err)
+		}
+		t.skip("%s/%s: %v", ref.Channel, ref.TS, err)
+		return nil
+	}
+	var found []Message
+	for _, m := range page.Messages {
+		if m.TS == ref.TS {
+			found = append(found, m)
+		}
+	}
+	for _, s := range page.Skipped {
+		if s.TS == ref.TS || s.TS == "" {
+			t.skip("%s/%s: undecodable: %s", ref.Channel, ref.TS, s.Err)
+			return t.touch(ref) // unreadable is not absent; move on in the rotation
+		}
+	}
+	if len(found) > 0 {
+		return t.applyPage(found[:1], nil)
+	}
+	now := t.now()
+	return storeErr(t.p.store.Update(func(tx Tx) error {
+		m, ok, err := tx.Message(ref.Channel, ref.TS)
+		if err != nil || !ok {
+			return err
+		}
+		if m.MissingSince == nil {
+			m.MissingSince = &now
+		}
+		m.LastPolledAt = &now
+		return tx.PutMessage(m)
+	}))
+}
+
+// touch moves a message to the end of the tail rotation without changing its content.
+func (t *tick) touch(ref Ref) error {
+	now := t.now()
+	return storeErr(t.p.store.Update(func(tx Tx) error {
+		m, ok, err := tx.Message(ref.Channel, ref.TS)
+		if err != nil || !ok {
+			return err
+		}
+		m.LastPolledAt = &now
+		return tx.PutMessage(m)
+	}))
+}

@@ -1,0 +1,178 @@
+package readmodel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+)
+
+// Budget holds the per-tick hard caps, one per call kind (design.md §1). A cap is
+// decremented when a call is started and checked before the next one starts; running
+// out is a clean stop of that kind of call, not an error.
+type Budget struct {
+	HistoryPages   int // conversations.history pages of the bulk window (default 8)
+	RepliesCalls   int // conversations.replies calls, thread sync and tail (default 12)
+	UsersInfoCalls int // users.info calls (default 20)
+	TailFetches    int // tail rotation reads (default 25)
+}
+
+// PollerConfig configures a Poller. Zero durations take the defaults of design.md §5.
+type PollerConfig struct {
+	// Conversations are the configured conversation IDs to poll.
+	Conversations []string
+	// Discover adds every conversation the bot is a member of (users.conversations),
+	// re-listed every InfoRefresh.
+	Discover bool
+	Budget   Budget
+	// Interval is the time between tick starts (tick.interval, default 1m).
+	Interval time.Duration
+	// SoftDeadline bounds a tick; it is checked between calls only (default 4m).
+	SoftDeadline time.Duration
+	// BulkWindow is how far back phase 1 reads history each tick (default 72h).
+	BulkWindow time.Duration
+	// UserCacheTTL is how long a users.info answer is trusted (default 168h).
+	UserCacheTTL time.Duration
+	// InfoRefresh is how often conversations.info is re-read, and how long a
+	// conversation in an error status waits before it is tried again (default 1h).
+	InfoRefresh time.Duration
+	// Now is the clock (default time.Now; tests run under testing/synctest).
+	Now    func() time.Time
+	Logger *slog.Logger
+	// OnTick, if set, is called with the summary of every finished tick (metrics).
+	OnTick func(TickSummary)
+}
+
+func (c *PollerConfig) setDefaults() {
+	if c.Interval <= 0 {
+		c.Interval = time.Minute
+	}
+	if c.SoftDeadline <= 0 {
+		c.SoftDeadline = 4 * time.Minute
+	}
+	if c.BulkWindow <= 0 {
+		c.BulkWindow = 72 * time.Hour
+	}
+	if c.UserCacheTTL <= 0 {
+		c.UserCacheTTL = 168 * time.Hour
+	}
+	if c.InfoRefresh <= 0 {
+		c.InfoRefresh = time.Hour
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+}
+
+// Poller keeps a Store current from a Source, one bounded tick at a time, by the
+// replace-on-read contract (design.md §1-§3). It is not safe for concurrent Ticks.
+type Poller struct {
+	store Store
+	src   Source
+	cfg   PollerConfig
+	log   *slog.Logger
+
+	identity     *Identity
+	rotation     int                 // which conversation goes first in phase 1
+	pendingUsers map[string]struct{} // user IDs seen but not (freshly) resolved
+	lastDiscover time.Time
+}
+
+// NewPoller returns a Poller writing to store and reading from src.
+func NewPoller(store Store, src Source, cfg PollerConfig) *Poller {
+	cfg.setDefaults()
+	return &Poller{store: store, src: src, cfg: cfg, log: cfg.Logger, pendingUsers: map[string]struct{}{}}
+}
+
+// ErrTokenRejected wraps the token-wide errors (invalid_auth, token_revoked, ...) that
+// stop a tick and the daemon: nothing more can be read until the token is fixed.
+var ErrTokenRejected = errors.New("slack rejected the token")
+
+// Run ticks at once, then every Interval (a tick that overruns is followed at once by
+// the next), until ctx is cancelled, which returns nil. It returns an error only for
+// what no later tick can fix: a rejected token or a failing store. Transient failures
+// are logged and retried on the next tick.
+func (p *Poller) Run(ctx context.Context) error {
+	for {
+		start := p.cfg.Now()
+		_, err := p.Tick(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			if errors.Is(err, ErrTokenRejected) || errors.Is(err, errStore) {
+				return err
+			}
+			p.log.Warn("tick failed; retrying on the next tick", "err", err)
+		}
+		wait := start.Add(p.cfg.Interval).Sub(p.cfg.Now())
+		if wait <= 0 {
+			continue
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// errStore marks storage failures, which stop the daemon.
+var errStore = errors.New("store")
+
+func storeErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%w: %w", errStore, err)
+}
+
+// Tick runs one bounded pass: conversation info, phase 1 (bulk window), thread sync,
+// users, phase 2 (tail rotation). Everything fetched before a stop is committed. It
+// returns an error for a rejected token (wrapping ErrTokenRejected), a store failure, a
+// failed auth.test, or ctx cancellation (shutdown: nothing partial is written); budget
+// exhaustion, the soft deadline and per-conversation or per-item errors are not errors.
+func (p *Poller) Tick(ctx context.Context) (TickSummary, error) {
+	t := newTick(p, ctx)
+	err := t.run()
+	sum := t.finish(err)
+	if err == nil || !errors.Is(err, context.Canceled) {
+		if perr := p.store.Update(func(tx Tx) error { return tx.PutLastTick(sum) }); perr != nil && err == nil {
+			err = storeErr(perr)
+		}
+	}
+	p.logSummary(sum, err)
+	if p.cfg.OnTick != nil {
+		p.cfg.OnTick(sum)
+	}
+	return sum, err
+}
+
+func (p *Poller) logSummary(s TickSummary, err error) {
+	attrs := []any{
+		"stop", s.StopReason,
+		"duration", s.Finished.Sub(s.Started).Round(time.Millisecond),
+		"calls", fmt.Sprint(s.Calls),
+		"messages_written", s.MessagesWritten,
+		"threads_written", s.ThreadsWritten,
+		"tail_read", s.TailRead,
+		"users_resolved", s.UsersResolved,
+		"tracked", s.Tracked,
+		"rotation_period", s.RotationPeriod,
+	}
+	if len(s.Errors) > 0 {
+		attrs = append(attrs, "skipped", s.Errors)
+	}
+	if err != nil {
+		p.log.Error("tick ended", append(attrs, "err", err)...)
+		return
+	}
+	p.log.Info("tick", attrs...)
+}

@@ -1,0 +1,82 @@
+package readmodel
+
+// tail is phase 2: tracked messages not read yet this tick are re-read least recently
+// polled first (never polled first), up to tail_fetches. A thread parent is re-read
+// with its whole thread (conversations.replies returns the parent and then the
+// replies), even when its watermark has not moved: that bounds the changes the
+// watermark cannot see — an edited or deleted older reply, a reaction on a reply.
+// Other messages get the exact single-message history read.
+func (t *tick) tail() error {
+	if t.left.TailFetches <= 0 {
+		return nil
+	}
+	var entries []TailEntry
+	err := t.p.store.View(func(tx Tx) error {
+		var err error
+		entries, err = tx.TailOldest(t.left.TailFetches, func(e TailEntry) bool {
+			return !t.eligible[e.Channel] || (e.LastPolledAt != nil && !e.LastPolledAt.Before(t.start))
+		})
+		return err
+	})
+	if err != nil {
+		return storeErr(err)
+	}
+	for _, e := range entries {
+		if !t.eligible[e.Channel] {
+			continue // became ineligible during this phase (per-conversation error)
+		}
+		if t.pastDeadline() {
+			return errStopTick
+		}
+		if !t.take(&t.left.TailFetches, "tail_fetches") {
+			return nil
+		}
+		withThread, err := t.isLiveParent(e.Ref)
+		if err != nil {
+			return err
+		}
+		if withThread && t.left.RepliesCalls > 0 {
+			var latest TS
+			_ = t.p.store.View(func(tx Tx) error {
+				m, _, err := tx.Message(e.Channel, e.TS)
+				latest = m.LatestReply
+				return err
+			})
+			err = t.readThread(e.Ref, latest)
+		} else {
+			err = t.readOne(e.Ref)
+		}
+		if err != nil {
+			return err
+		}
+		t.sum.TailRead++
+	}
+	if len(entries) == t.p.cfg.Budget.TailFetches && t.left.TailFetches == 0 {
+		t.noteStop("budget:tail_fetches")
+	}
+	return t.syncThreads() // threads whose latest_reply moved, seen by single reads
+}
+
+// isLiveParent reports whether the tracked message is a thread parent whose thread
+// still exists. A parent whose thread is gone (deleted, no replies left) gets only its
+// own single read.
+func (t *tick) isLiveParent(ref Ref) (bool, error) {
+	var live bool
+	err := t.p.store.View(func(tx Tx) error {
+		m, ok, err := tx.Message(ref.Channel, ref.TS)
+		if err != nil || !ok {
+			return err
+		}
+		if !m.IsParent() {
+			return nil
+		}
+		if !m.Deleted {
+			live = true
+			return nil
+		}
+		replies, err := tx.Replies(ref.Channel, ref.TS)
+		live = len(replies) > 0
+		return err
+	})
+	return live, storeErr(err)
+}

@@ -1,0 +1,161 @@
+package readmodel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Stop reasons of a tick (TickSummary.StopReason).
+const (
+	StopComplete = "complete"
+	StopDeadline = "deadline"
+	StopShutdown = "shutdown"
+	StopError    = "error"
+)
+
+// errStopTick ends the current phase and every later one: the soft deadline passed.
+var errStopTick = errors.New("tick stopped")
+
+// tick is the state of one pass: what is left of the budget, what was read.
+type tick struct {
+	p        *Poller
+	ctx      context.Context
+	start    time.Time
+	deadline time.Time
+	left     Budget
+	sum      TickSummary
+	stop     string // first stop reason hit, "" while none
+
+	// Phase 1 results: the threads to sync, in the order their parents were read.
+	threadQueue []threadCandidate
+	queued      map[Ref]bool
+	// Conversations that may be read this tick (not archived, not waiting on an error).
+	eligible map[string]bool
+}
+
+type threadCandidate struct {
+	Ref
+	latestReply TS // the parent's latest_reply at the read that queued it
+}
+
+func newTick(p *Poller, ctx context.Context) *tick {
+	now := p.cfg.Now()
+	return &tick{
+		p: p, ctx: ctx, start: now, deadline: now.Add(p.cfg.SoftDeadline),
+		left:     p.cfg.Budget,
+		sum:      TickSummary{Started: now, Calls: map[string]int{}},
+		queued:   map[Ref]bool{},
+		eligible: map[string]bool{},
+	}
+}
+
+func (t *tick) now() time.Time { return t.p.cfg.Now() }
+
+// noteStop records the first reason the tick (or one kind of call) stopped.
+func (t *tick) noteStop(reason string) {
+	if t.stop == "" {
+		t.stop = reason
+	}
+}
+
+// pastDeadline is checked between calls, never during one: a Retry-After wait is part
+// of the call it belongs to.
+func (t *tick) pastDeadline() bool {
+	if t.now().After(t.deadline) {
+		t.noteStop(StopDeadline)
+		return true
+	}
+	return false
+}
+
+// take spends one call of a budget kind, or reports the cap as reached.
+func (t *tick) take(cap *int, name string) bool {
+	if *cap <= 0 {
+		t.noteStop("budget:" + name)
+		return false
+	}
+	*cap--
+	return true
+}
+
+// call counts a started call of method, for the summary.
+func (t *tick) call(method string) { t.sum.Calls[method]++ }
+
+func (t *tick) skip(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	t.sum.Errors = append(t.sum.Errors, msg)
+	t.p.log.Warn("skipped", "what", msg)
+}
+
+// run is the tick body. Phases that find the deadline passed return errStopTick,
+// which ends the tick cleanly.
+func (t *tick) run() error {
+	steps := []func() error{t.authenticate, t.discover, t.refreshConversations, t.bulkWindow, t.syncThreads, t.resolveUsers, t.tail}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			if errors.Is(err, errStopTick) {
+				return nil
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+func (t *tick) finish(err error) TickSummary {
+	t.sum.Finished = t.now()
+	switch {
+	case err != nil && errors.Is(err, context.Canceled):
+		t.sum.StopReason = StopShutdown
+	case err != nil:
+		t.sum.StopReason = StopError
+		t.sum.Errors = append(t.sum.Errors, err.Error())
+	case t.stop != "":
+		t.sum.StopReason = t.stop
+	default:
+		t.sum.StopReason = StopComplete
+	}
+	t.estimateRotation()
+	return t.sum
+}
+
+// estimateRotation sets Tracked and RotationPeriod: with TailRead tail reads per tick
+// and one tick per max(interval, tick duration), every tracked message is re-read
+// within ceil(tracked/TailRead) ticks. 0 means unknown (no tail read this tick).
+func (t *tick) estimateRotation() {
+	tracked := 0
+	_ = t.p.store.View(func(tx Tx) error {
+		return tx.Conversations(func(c Conversation) error {
+			n, err := tx.Counts(c.ID)
+			tracked += n.Tracked
+			return err
+		})
+	})
+	t.sum.Tracked = tracked
+	if t.sum.TailRead == 0 {
+		return
+	}
+	period := t.p.cfg.Interval
+	if d := t.sum.Finished.Sub(t.sum.Started); d > period {
+		period = d
+	}
+	ticks := (tracked + t.sum.TailRead - 1) / t.sum.TailRead
+	t.sum.RotationPeriod = time.Duration(ticks) * period
+}
+
+// classify turns a call's error into what the tick does next: nil to go on with the
+// next item (the error was recorded), or an error that ends the tick.
+func (t *tick) fatal(err error) error {
+	if t.ctx.Err() != nil {
+		return t.ctx.Err()
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) && t.ctx.Err() != nil {
+		return err
+	}
+	if ClassOf(err) == ClassToken {
+		return fmt.Errorf("%w: %w (check slack.token / SLACK_BOT_TOKEN and that the app is still installed)", ErrTokenRejected, err)
+	}
+	return nil
+}
