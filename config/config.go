@@ -1,0 +1,127 @@
+// Package config is slackpoll's configuration: the Config type, the commented
+// default file slackpoll.yaml (embedded in the binary), Load, and Validate.
+//
+// The contract is design.md §5. A config file is YAML; it is decoded on top of
+// the defaults, so it needs only the keys it changes. Unknown keys are errors.
+// ${VAR} in a value is expanded from the environment after parsing, so an
+// environment variable cannot inject YAML structure. Every error of this
+// package matches ErrInvalid (exit status 2) and names the file, the key path
+// and what is allowed; secrets (type Secret) never appear in errors or output.
+package config
+
+import (
+	_ "embed"
+	"os"
+
+	"go.yaml.in/yaml/v3"
+)
+
+//go:embed slackpoll.yaml
+var defaultYAML []byte
+
+// DefaultFile is the name under which the embedded defaults appear in errors.
+const DefaultFile = "built-in defaults"
+
+// Config is the whole configuration. Field comments give units and allowed
+// values; slackpoll.yaml documents them for operators.
+type Config struct {
+	Slack         Slack    `yaml:"slack" json:"slack"`
+	Store         Store    `yaml:"store" json:"store"`
+	Conversations []string `yaml:"conversations" json:"conversations"` // IDs to poll: C, G or D then uppercase letters/digits
+	Discover      string   `yaml:"discover" json:"discover"`           // "" or "member" (DiscoverMember)
+	Tick          Tick     `yaml:"tick" json:"tick"`
+	Budget        Budget   `yaml:"budget" json:"budget"`
+	Window        Window   `yaml:"window" json:"window"`
+	Users         Users    `yaml:"users" json:"users"`
+	HTTP          HTTP     `yaml:"http" json:"http"`
+	Log           Log      `yaml:"log" json:"log"`
+
+	src *source // where the values came from, for error messages; nil for Default
+}
+
+// Slack configures the Slack Web API client.
+type Slack struct {
+	Token          Secret             `yaml:"token" json:"token"`                     // bot token; default ${SLACK_BOT_TOKEN}; see RequireToken
+	APIURL         string             `yaml:"api_url" json:"api_url"`                 // http(s) base URL; Validate appends a missing trailing "/"
+	RateProfile    string             `yaml:"rate_profile" json:"rate_profile"`       // ProfileNonMarketplace or ProfileInternal
+	Rates          map[string]float64 `yaml:"rates" json:"rates"`                     // requests per minute (> 0) per method, overriding the profile
+	RequestTimeout Duration           `yaml:"request_timeout" json:"request_timeout"` // per HTTP request, > 0
+}
+
+// Store configures the bbolt database.
+type Store struct {
+	Path string `yaml:"path" json:"path"` // database file, non-empty
+}
+
+// Tick configures the polling pass.
+type Tick struct {
+	Interval     Duration `yaml:"interval" json:"interval"`           // how often a tick starts, > 0
+	SoftDeadline Duration `yaml:"soft_deadline" json:"soft_deadline"` // no new call after this, > 0
+}
+
+// Budget holds the per-tick hard caps on calls (each >= 0; 0 = none).
+type Budget struct {
+	HistoryPages   int `yaml:"history_pages" json:"history_pages"`       // conversations.history pages (phase 1)
+	RepliesCalls   int `yaml:"replies_calls" json:"replies_calls"`       // conversations.replies calls
+	UsersInfoCalls int `yaml:"users_info_calls" json:"users_info_calls"` // users.info calls
+	TailFetches    int `yaml:"tail_fetches" json:"tail_fetches"`         // single-message reads (phase 2)
+}
+
+// Window configures phase 1.
+type Window struct {
+	Bulk Duration `yaml:"bulk" json:"bulk"` // history read in bulk each tick: oldest = now − Bulk; > 0
+}
+
+// Users configures user-name lookups.
+type Users struct {
+	CacheTTL Duration `yaml:"cache_ttl" json:"cache_ttl"` // age after which a cached user is looked up again; > 0
+}
+
+// HTTP configures the read API.
+type HTTP struct {
+	Listen string `yaml:"listen" json:"listen"` // "" (off) or host:port, e.g. "127.0.0.1:8089", ":8089"
+	Token  Secret `yaml:"token" json:"token"`   // optional bearer token for the read API; "" = none
+}
+
+// Log configures logging.
+type Log struct {
+	Level  string `yaml:"level" json:"level"`   // debug | info | warn | error
+	Format string `yaml:"format" json:"format"` // text | json
+}
+
+// DefaultYAML returns a copy of the embedded, commented default config file
+// (config/slackpoll.yaml).
+func DefaultYAML() []byte {
+	return append([]byte(nil), defaultYAML...)
+}
+
+// Default returns the built-in configuration: the embedded slackpoll.yaml,
+// with ${VAR} expanded from the environment as Load does (so the token is
+// $SLACK_BOT_TOKEN), validated.
+func Default() (*Config, error) {
+	c := &Config{}
+	if err := decode(c, DefaultFile, defaultYAML, os.LookupEnv, nil); err != nil {
+		return nil, err
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// File returns the path the config was loaded from, or "" for Default.
+func (c *Config) File() string {
+	if c.src == nil {
+		return ""
+	}
+	return c.src.file
+}
+
+// String renders the config as YAML with secrets redacted.
+func (c *Config) String() string {
+	b, err := yaml.Marshal(c)
+	if err != nil {
+		return "config: " + err.Error()
+	}
+	return string(b)
+}

@@ -1,0 +1,84 @@
+package config
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"regexp"
+)
+
+// EnvConfig is the environment variable naming the config file when no
+// --config flag is given.
+const EnvConfig = "SLACKPOLL_CONFIG"
+
+// DefaultPath is the config file used when neither --config nor
+// $SLACKPOLL_CONFIG is given: slackpoll.yaml in the working directory.
+const DefaultPath = "slackpoll.yaml"
+
+// LoadEnvOrDefault returns the config path to use: flagPath if it is not
+// empty, else $SLACKPOLL_CONFIG if set and not empty, else DefaultPath.
+func LoadEnvOrDefault(flagPath string) (path string) {
+	if flagPath != "" {
+		return flagPath
+	}
+	if p := os.Getenv(EnvConfig); p != "" {
+		return p
+	}
+	return DefaultPath
+}
+
+// Load reads the YAML config file at path and returns the configuration:
+// the built-in defaults (see Default) overridden by the keys the file sets,
+// with ${VAR} expanded from the environment in every value (an unset VAR
+// expands to ""), then validated with Validate. A file that does not exist
+// is an error that also matches fs.ErrNotExist. Every error matches
+// ErrInvalid; several problems are reported together (errors.Join of
+// *Error). Load does not require a token: see RequireToken.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		msg := err.Error()
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			msg = pe.Err.Error()
+		}
+		msg = "cannot read config file: " + msg
+		if errors.Is(err, fs.ErrNotExist) {
+			msg += " (give the path with --config or $" + EnvConfig + ")"
+		}
+		return nil, &Error{File: path, Msg: msg, Err: err}
+	}
+	return parse(path, data, os.LookupEnv)
+}
+
+// parse decodes data on top of the defaults and validates the result.
+func parse(file string, data []byte, lookup func(string) (string, bool)) (*Config, error) {
+	c := &Config{}
+	if err := decode(c, DefaultFile, defaultYAML, lookup, nil); err != nil {
+		return nil, err
+	}
+	c.src = &source{file: file, lines: map[string]int{}}
+	// Report decoding and validation problems together; a value that failed
+	// to decode keeps its (valid) default, so Validate adds no noise for it.
+	if err := errors.Join(decode(c, file, data, lookup, c.src.lines), c.Validate()); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// source records where a Config was loaded from, for error messages.
+type source struct {
+	file  string
+	lines map[string]int // key path → line of the key in file
+}
+
+var varRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+
+// expandVars replaces every ${NAME} in s by lookup(NAME), "" when unset. The
+// result is not expanded again.
+func expandVars(s string, lookup func(string) (string, bool)) string {
+	return varRef.ReplaceAllStringFunc(s, func(ref string) string {
+		v, _ := lookup(ref[2 : len(ref)-1])
+		return v
+	})
+}

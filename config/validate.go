@@ -1,0 +1,179 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode"
+)
+
+// Log levels and formats (log.level, log.format).
+var (
+	LogLevels  = []string{"debug", "info", "warn", "error"}
+	LogFormats = []string{"text", "json"}
+)
+
+var conversationID = regexp.MustCompile(`^[CGD][A-Z0-9]+$`)
+
+// Validate checks every value and reports all problems at once
+// (errors.Join of *Error, each matching ErrInvalid). It also normalizes:
+// a slack.api_url without a trailing "/" gets one, and a nil slack.rates
+// becomes empty. It does not require a token: see RequireToken.
+func (c *Config) Validate() error {
+	v := &validator{c: c}
+	v.slack()
+	if c.Store.Path == "" {
+		v.fail("store.path", `must not be empty: want a database file such as slackpoll.db`)
+	}
+	v.conversations()
+	if c.Discover != "" && c.Discover != DiscoverMember {
+		v.fail("discover", "%q is not allowed: want \"\" (only the listed conversations) or %q", c.Discover, DiscoverMember)
+	}
+	v.positive("tick.interval", c.Tick.Interval, "1m")
+	v.positive("tick.soft_deadline", c.Tick.SoftDeadline, "4m")
+	v.count("budget.history_pages", c.Budget.HistoryPages)
+	v.count("budget.replies_calls", c.Budget.RepliesCalls)
+	v.count("budget.users_info_calls", c.Budget.UsersInfoCalls)
+	v.count("budget.tail_fetches", c.Budget.TailFetches)
+	v.positive("window.bulk", c.Window.Bulk, "72h")
+	v.positive("users.cache_ttl", c.Users.CacheTTL, "168h")
+	v.listen()
+	v.secret("http.token", c.HTTP.Token)
+	v.oneOf("log.level", c.Log.Level, LogLevels)
+	v.oneOf("log.format", c.Log.Format, LogFormats)
+	return errors.Join(v.errs...)
+}
+
+// RequireToken reports an error unless slack.token is set. Commands that
+// call Slack (run, once) need it; the message says how to set it.
+func (c *Config) RequireToken() error {
+	if c.Slack.Token.IsSet() {
+		return nil
+	}
+	v := &validator{c: c}
+	v.fail("slack.token", "no Slack token: set SLACK_BOT_TOKEN in the environment, or slack.token in the config file (e.g. slack.token: ${MY_SLACK_TOKEN})")
+	return v.errs[0]
+}
+
+type validator struct {
+	c    *Config
+	errs []error
+}
+
+func (v *validator) fail(key, format string, args ...any) {
+	e := &Error{File: DefaultFile, Key: key, Msg: fmt.Sprintf(format, args...)}
+	if s := v.c.src; s != nil {
+		e.File = s.file
+		e.Line = s.lines[key]
+	}
+	v.errs = append(v.errs, e)
+}
+
+func (v *validator) slack() {
+	s := &v.c.Slack
+	v.secret("slack.token", s.Token)
+	v.apiURL()
+	if _, ok := profiles[s.RateProfile]; !ok {
+		v.fail("slack.rate_profile", "unknown rate profile %q (allowed: %s)", s.RateProfile, strings.Join(Profiles(), ", "))
+	}
+	if s.Rates == nil {
+		s.Rates = map[string]float64{}
+	}
+	keys := make([]string, 0, len(s.Rates))
+	for m := range s.Rates {
+		keys = append(keys, m)
+	}
+	slices.Sort(keys)
+	for _, m := range keys {
+		r := s.Rates[m]
+		key := "slack.rates." + m
+		switch {
+		case !slices.Contains(methods, m):
+			v.failAt(key, "slack.rates", "unknown method %q in slack.rates (allowed: %s)", m, strings.Join(methods, ", "))
+		case !(r > 0) || math.IsInf(r, 0):
+			v.fail(key, "rate %v is not allowed: want requests per minute, a number > 0 (e.g. 1, or 0.5 for one call every 2 minutes)", r)
+		}
+	}
+	v.positive("slack.request_timeout", s.RequestTimeout, "30s")
+}
+
+// failAt reports under key, using the line recorded for lineKey.
+func (v *validator) failAt(lineKey, key, format string, args ...any) {
+	v.fail(key, format, args...)
+	if s := v.c.src; s != nil {
+		v.errs[len(v.errs)-1].(*Error).Line = s.lines[lineKey]
+	}
+}
+
+func (v *validator) apiURL() {
+	s := &v.c.Slack
+	u, err := url.Parse(s.APIURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		v.fail("slack.api_url", "%q is not an http:// or https:// base URL without query: want e.g. https://slack.com/api/", s.APIURL)
+		return
+	}
+	if !strings.HasSuffix(s.APIURL, "/") {
+		s.APIURL += "/" // slack-go appends method names directly
+	}
+}
+
+func (v *validator) conversations() {
+	seen := map[string]int{}
+	for i, id := range v.c.Conversations {
+		key := "conversations[" + strconv.Itoa(i) + "]"
+		if !conversationID.MatchString(id) {
+			v.fail(key, "%q is not a Slack conversation ID: want C, G or D followed by uppercase letters and digits, e.g. C0123456789 (not the channel name)", id)
+			continue
+		}
+		if j, dup := seen[id]; dup {
+			v.fail(key, "%q is listed twice (also conversations[%d])", id, j)
+			continue
+		}
+		seen[id] = i
+	}
+}
+
+func (v *validator) positive(key string, d Duration, example string) {
+	if d <= 0 {
+		v.fail(key, "%s is not allowed: want a duration > 0, e.g. %s", d, example)
+	}
+}
+
+func (v *validator) count(key string, n int) {
+	if n < 0 {
+		v.fail(key, "%d is negative: want a whole number >= 0 (calls per tick; 0 = none)", n)
+	}
+}
+
+func (v *validator) oneOf(key, val string, allowed []string) {
+	if !slices.Contains(allowed, val) {
+		v.fail(key, "%q is not allowed (allowed: %s)", val, strings.Join(allowed, ", "))
+	}
+}
+
+func (v *validator) listen() {
+	l := v.c.HTTP.Listen
+	if l == "" {
+		return
+	}
+	_, port, err := net.SplitHostPort(l)
+	if err == nil {
+		_, err = strconv.ParseUint(port, 10, 16)
+	}
+	if err != nil {
+		v.fail("http.listen", "%q is not host:port with a port number: want e.g. 127.0.0.1:8089 or :8089, or \"\" for no HTTP server", l)
+	}
+}
+
+// secret rejects whitespace in a secret without showing the value.
+func (v *validator) secret(key string, s Secret) {
+	if strings.ContainsFunc(s.Reveal(), unicode.IsSpace) {
+		v.fail(key, "contains whitespace (a stray newline or space from the environment?); the value is not shown")
+	}
+}
