@@ -1,0 +1,167 @@
+package slackapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	"github.com/slackpoll/slackpoll/internal/readmodel"
+)
+
+// retryBackoff is the wait before each retry of a transient failure (design.md §1:
+// up to 3 retries, 1 s, 2 s, 4 s). Each retry also passes the method's limiter.
+var retryBackoff = []time.Duration{1 * time.Second, 2 * time.Second, 4 * time.Second}
+
+// Client is a paced, classifying Slack Web API client implementing readmodel.Source.
+// It is safe for concurrent use; calls of one method are serialised by its limiter.
+type Client struct {
+	api     *slack.Client
+	token   string
+	timeout time.Duration
+	pacers  map[string]*pacer
+	log     *slog.Logger
+	onCall  func(method, outcome string, waited time.Duration)
+}
+
+var _ readmodel.Source = (*Client)(nil)
+
+// New builds a Client. It fails when the token is empty, the API URL is not an
+// absolute http(s) URL, a rate is unknown or not positive, or the PacingStore cannot
+// load a method's state. It restores the persisted pacing state of every method, so
+// no call is made before a method's LastCall + spacing nor before its NotBefore.
+// New makes no request.
+func New(opts Options) (*Client, error) {
+	if opts.Token == "" {
+		return nil, errors.New("slack token is empty: set slack.token (default ${SLACK_BOT_TOKEN})")
+	}
+	apiURL, err := normalizeAPIURL(opts.APIURL)
+	if err != nil {
+		return nil, err
+	}
+	rates, err := resolveRates(opts.Rates)
+	if err != nil {
+		return nil, err
+	}
+	timeout := opts.RequestTimeout
+	if timeout < 0 {
+		return nil, fmt.Errorf("slack request_timeout %v: want > 0", timeout)
+	}
+	if timeout == 0 {
+		timeout = DefaultRequestTimeout
+	}
+	hc := opts.HTTPClient
+	if hc == nil {
+		// slack-go's default client has no timeout at all (facts §A7).
+		hc = &http.Client{Timeout: timeout}
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	c := &Client{
+		// No OptionRetry: it would sleep inside Do, out of sight of our limiters.
+		api:     slack.New(opts.Token, slack.OptionAPIURL(apiURL), slack.OptionHTTPClient(captureDoer{client: hc})),
+		token:   opts.Token,
+		timeout: timeout,
+		pacers:  make(map[string]*pacer, len(rates)),
+		log:     log,
+		onCall:  opts.OnCall,
+	}
+	for _, m := range Methods {
+		p, err := newPacer(m, rates[m], opts.Pacing, log)
+		if err != nil {
+			return nil, err
+		}
+		c.pacers[m] = p
+	}
+	return c, nil
+}
+
+// Spacing returns the minimum time between two calls of method, or 0 for an unknown
+// method. For status output ("history: 1 call per 1m0s").
+func (c *Client) Spacing(method string) time.Duration {
+	if p, ok := c.pacers[method]; ok {
+		return p.spacing
+	}
+	return 0
+}
+
+// attemptFunc performs one HTTP attempt of a call with the attempt's ctx (which
+// carries the capture c and the per-attempt timeout) and stores its result in the
+// caller's variables.
+type attemptFunc func(ctx context.Context, c *capture) error
+
+// call runs one Source call: wait for the method's pacer, attempt, then on a rate
+// limit wait Retry-After (+ margin) and repeat the same request, on a transient
+// failure retry up to len(retryBackoff) times, else return a classified
+// *readmodel.APIError. Only ctx ends the waits; the ctx error is returned as is.
+func (c *Client) call(ctx context.Context, method string, attempt attemptFunc) error {
+	p := c.pacers[method]
+	retries := 0
+	var backoff time.Duration
+	for n := 1; ; n++ {
+		waited, err := p.acquire(ctx)
+		waited += backoff
+		if err != nil {
+			c.report(method, "canceled", waited)
+			return err
+		}
+		cp := &capture{}
+		actx, cancel := context.WithTimeout(withCapture(ctx, cp), c.timeout)
+		start := time.Now()
+		err = attempt(actx, cp)
+		cancel()
+		took := time.Since(start)
+		if err == nil {
+			c.log.Debug("slack call", "method", method, "outcome", "ok", "duration", took, "waited", waited, "attempt", n)
+			c.report(method, "ok", waited)
+			return nil
+		}
+		if ctx.Err() != nil {
+			c.log.Debug("slack call", "method", method, "outcome", "canceled", "duration", took, "waited", waited, "attempt", n)
+			c.report(method, "canceled", waited)
+			return ctx.Err()
+		}
+		if rl, ok := asRateLimit(err, cp, p.spacing); ok {
+			arrived := cp.arrived
+			if !cp.got {
+				arrived = time.Now()
+			}
+			wait := rl.wait + retryAfterMargin
+			p.pushBack(arrived.Add(wait))
+			c.log.Debug("slack call", "method", method, "outcome", "rate_limited", "duration", took, "waited", waited, "attempt", n)
+			c.log.Warn("slack rate limited; waiting, then repeating the same request",
+				"method", method, "wait", wait, "source", rl.source)
+			c.report(method, "rate_limited", waited)
+			backoff = 0
+			continue
+		}
+		ae, retry := classify(method, err, c.token)
+		if retry && retries < len(retryBackoff) {
+			backoff = retryBackoff[retries]
+			retries++
+			c.log.Debug("slack call", "method", method, "outcome", "retry", "code", ae.Code, "duration", took, "waited", waited, "attempt", n)
+			c.log.Warn("slack call failed; retrying", "method", method, "code", ae.Code, "backoff", backoff, "retry", retries)
+			c.report(method, "retry", waited)
+			if err := sleepFor(ctx, backoff); err != nil {
+				c.report(method, "canceled", backoff)
+				return err
+			}
+			continue
+		}
+		c.log.Debug("slack call", "method", method, "outcome", ae.Class.String(), "code", ae.Code, "duration", took, "waited", waited, "attempt", n)
+		c.report(method, ae.Class.String(), waited)
+		return ae
+	}
+}
+
+func (c *Client) report(method, outcome string, waited time.Duration) {
+	if c.onCall != nil {
+		c.onCall(method, outcome, waited)
+	}
+}

@@ -1,0 +1,117 @@
+package slackapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"strings"
+	"syscall"
+
+	"github.com/slack-go/slack"
+
+	"github.com/slackpoll/slackpoll/internal/readmodel"
+)
+
+// Transport-level codes put in readmodel.APIError.Code when Slack sent no error code.
+const (
+	CodeTimeout           = "timeout"              // an attempt exceeded RequestTimeout
+	CodeConnection        = "connection_error"     // reset, refused, DNS, EOF…
+	CodeMalformed         = "malformed_response"   // not JSON, truncated, or no valid envelope
+	CodeUndecodable       = "undecodable_response" // valid JSON of an unexpected shape
+	CodeUnexpected        = "unexpected_error"     // anything else
+	codeHTTPStatusPattern = "http_%d"              // non-200 status without a Slack code
+)
+
+// errMalformed marks a body whose envelope (ok, error, response_metadata) could not
+// be decoded: an HTML error page, a truncated body.
+var errMalformed = errors.New("response body is not a Slack API JSON envelope")
+
+// codeClass maps Slack error codes to their class (design.md §2 rule 5, §3). Codes
+// absent here are ClassTransient.
+var codeClass = map[string]readmodel.ErrorClass{
+	// The token is rejected: the tick stops.
+	"invalid_auth":     readmodel.ClassToken,
+	"not_authed":       readmodel.ClassToken,
+	"token_revoked":    readmodel.ClassToken,
+	"token_expired":    readmodel.ClassToken,
+	"account_inactive": readmodel.ClassToken,
+	// One conversation cannot be read: the sweep goes on.
+	"not_in_channel":                        readmodel.ClassConversation,
+	"missing_scope":                         readmodel.ClassConversation,
+	"channel_not_found":                     readmodel.ClassConversation,
+	"is_archived":                           readmodel.ClassConversation,
+	"method_not_supported_for_channel_type": readmodel.ClassConversation,
+	// conversations.history: "channel is limited access" — per conversation too.
+	"channel_is_limited_access": readmodel.ClassConversation,
+	// One item is gone: Slack's final answer for a thread.
+	"thread_not_found": readmodel.ClassItem,
+}
+
+// retryableCodes are Slack error codes that describe a momentary server failure: the
+// call retries them with backoff. invalid_cursor is transient but not retried — the
+// same cursor would fail again; the caller restarts its walk.
+var retryableCodes = map[string]bool{
+	"service_unavailable": true,
+	"fatal_error":         true,
+	"request_timeout":     true,
+	"internal_error":      true,
+}
+
+// classify turns a failed attempt's error into an APIError and says whether the
+// attempt may be retried (transient failures only). Rate limits are handled before
+// classify (asRateLimit). The result's Err never contains token.
+func classify(method string, err error, token string) (ae *readmodel.APIError, retry bool) {
+	ae = &readmodel.APIError{Method: method, Class: readmodel.ClassTransient, Err: redact(err, token)}
+	var ser slack.SlackErrorResponse
+	var sce slack.StatusCodeError
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	var nerr net.Error
+	var uerr *url.Error
+	switch {
+	case errors.As(err, &ser):
+		ae.Code = ser.Err
+		if c, ok := codeClass[ser.Err]; ok {
+			ae.Class = c
+		}
+		if ser.Err == "missing_scope" {
+			ae.Needed = ser.Needed
+		}
+		return ae, retryableCodes[ser.Err]
+	case errors.As(err, &sce):
+		ae.Code = fmt.Sprintf(codeHTTPStatusPattern, sce.Code)
+		return ae, sce.Code >= 500
+	case errors.Is(err, errMalformed), errors.As(err, &syn), errors.Is(err, io.ErrUnexpectedEOF):
+		// HTML error pages and truncated bodies are what a struggling proxy or
+		// Slack edge sends; the next attempt usually gets JSON.
+		ae.Code = CodeMalformed
+		return ae, true
+	case errors.As(err, &typ):
+		// Deterministic: the same body would fail the same way.
+		ae.Code = CodeUndecodable
+		return ae, false
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &nerr) && nerr.Timeout():
+		ae.Code = CodeTimeout
+		return ae, true
+	case errors.As(err, &uerr), errors.As(err, &nerr), errors.Is(err, syscall.ECONNRESET),
+		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, io.EOF):
+		ae.Code = CodeConnection
+		return ae, true
+	}
+	ae.Code = CodeUnexpected
+	return ae, false
+}
+
+// redact returns err, or a copy of its text with the token replaced when the text
+// contains it. slack-go sends the token as a form field, so it should never reach an
+// error text; this is the belt to that pair of braces.
+func redact(err error, token string) error {
+	if err == nil || token == "" || !strings.Contains(err.Error(), token) {
+		return err
+	}
+	return errors.New(strings.ReplaceAll(err.Error(), token, "[token]"))
+}
