@@ -1,0 +1,221 @@
+package boltstore
+
+import (
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	"github.com/slackpoll/slackpoll/internal/readmodel"
+)
+
+// Message value, format 1 (byte 0). Strings are uvarint length + bytes; the channel is
+// not stored (it is the bucket).
+//
+//	format(1) flags(1) [LastPolledAt time, if flagPolled] ts thread_ts        ← header
+//	user bot_id bot_name subtype text [edited.user edited.ts, if flagEdited]
+//	n_reactions{ name count(varint) n_users{ user } }
+//	reply_count(varint) latest_reply reply_watermark
+//	[MissingSince time, if flagMissing] record
+//
+// The header comes first so PutMessage and DeleteMessage can update the indexes from
+// the old record without decoding it whole; flagTimeline lets Timeline skip plain
+// replies undecoded.
+const formatMessage1 = 1
+
+const (
+	flagTimeline = 1 << iota // m.InTimeline()
+	flagTracked              // m.IsTracked(): the record has a tail index entry
+	flagPolled               // LastPolledAt != nil
+	flagEdited               // Edited != nil
+	flagOwnPost
+	flagDeleted
+	flagMissing // MissingSince != nil
+	flagReply   // m.IsReply(): the record has a thread index entry under ThreadTS
+)
+
+func messageFlags(m *readmodel.Message) byte {
+	var f byte
+	if m.InTimeline() {
+		f |= flagTimeline
+	}
+	if m.IsTracked() {
+		f |= flagTracked
+	}
+	if m.LastPolledAt != nil {
+		f |= flagPolled
+	}
+	if m.Edited != nil {
+		f |= flagEdited
+	}
+	if m.OwnPost {
+		f |= flagOwnPost
+	}
+	if m.Deleted {
+		f |= flagDeleted
+	}
+	if m.MissingSince != nil {
+		f |= flagMissing
+	}
+	if m.IsReply() {
+		f |= flagReply
+	}
+	return f
+}
+
+// messageSizeBound is an upper bound of the encoded size of m, so the arena can hand
+// out a slice append never outgrows.
+func messageSizeBound(m *readmodel.Message) int {
+	n := 2 + maxVarint*18 + len(m.TS) + len(m.ThreadTS) + len(m.User) + len(m.BotID) +
+		len(m.BotName) + len(m.Subtype) + len(m.Text) + len(m.LatestReply) +
+		len(m.ReplyWatermark) + len(m.Record)
+	if m.Edited != nil {
+		n += len(m.Edited.User) + len(m.Edited.TS)
+	}
+	for i := range m.Reactions {
+		r := &m.Reactions[i]
+		n += maxVarint*(3+len(r.Users)) + len(r.Name)
+		for _, u := range r.Users {
+			n += len(u)
+		}
+	}
+	return n
+}
+
+// appendMessage appends the format-1 encoding of m to b.
+func appendMessage(b []byte, m *readmodel.Message) []byte {
+	flags := messageFlags(m)
+	b = append(b, formatMessage1, flags)
+	if m.LastPolledAt != nil {
+		b = appendTime(b, *m.LastPolledAt)
+	}
+	b = appendString(b, string(m.TS))
+	b = appendString(b, string(m.ThreadTS))
+	b = appendString(b, m.User)
+	b = appendString(b, m.BotID)
+	b = appendString(b, m.BotName)
+	b = appendString(b, m.Subtype)
+	b = appendString(b, m.Text)
+	if m.Edited != nil {
+		b = appendString(b, m.Edited.User)
+		b = appendString(b, string(m.Edited.TS))
+	}
+	b = binary.AppendUvarint(b, uint64(len(m.Reactions)))
+	for i := range m.Reactions {
+		r := &m.Reactions[i]
+		b = appendString(b, r.Name)
+		b = binary.AppendVarint(b, int64(r.Count))
+		b = binary.AppendUvarint(b, uint64(len(r.Users)))
+		for _, u := range r.Users {
+			b = appendString(b, u)
+		}
+	}
+	b = binary.AppendVarint(b, int64(m.ReplyCount))
+	b = appendString(b, string(m.LatestReply))
+	b = appendString(b, string(m.ReplyWatermark))
+	if m.MissingSince != nil {
+		b = appendTime(b, *m.MissingSince)
+	}
+	return appendString(b, m.Record)
+}
+
+// decodeMessage decodes a message value of channel. The result shares no memory with v.
+func decodeMessage(channel string, v []byte) (readmodel.Message, error) {
+	r := reader{s: string(v)}
+	m := readmodel.Message{Channel: channel}
+	if f := r.byte(); r.err == nil && f != formatMessage1 {
+		return m, fmt.Errorf("unknown message format %d", f)
+	}
+	flags := r.byte()
+	if flags&flagPolled != 0 {
+		t := r.time()
+		m.LastPolledAt = &t
+	}
+	m.TS = readmodel.TS(r.string())
+	m.ThreadTS = readmodel.TS(r.string())
+	m.User = r.string()
+	m.BotID = r.string()
+	m.BotName = r.string()
+	m.Subtype = r.string()
+	m.Text = r.string()
+	if flags&flagEdited != 0 {
+		m.Edited = &readmodel.Edited{User: r.string(), TS: readmodel.TS(r.string())}
+	}
+	// Each reaction takes at least 3 bytes (name length, count, user count).
+	if n := r.count(3); n > 0 {
+		m.Reactions = make([]readmodel.Reaction, n)
+		for i := range m.Reactions {
+			rc := &m.Reactions[i]
+			rc.Name = r.string()
+			rc.Count = r.int()
+			if nu := r.count(1); nu > 0 {
+				rc.Users = make([]string, nu)
+				for j := range rc.Users {
+					rc.Users[j] = r.string()
+				}
+			}
+		}
+	}
+	m.ReplyCount = r.int()
+	m.LatestReply = readmodel.TS(r.string())
+	m.ReplyWatermark = readmodel.TS(r.string())
+	if flags&flagMissing != 0 {
+		t := r.time()
+		m.MissingSince = &t
+	}
+	m.Record = r.string()
+	m.OwnPost = flags&flagOwnPost != 0
+	m.Deleted = flags&flagDeleted != 0
+	if err := r.end(); err != nil {
+		return readmodel.Message{}, err
+	}
+	return m, nil
+}
+
+// header is what the indexes need from a stored message, read without decoding it.
+// threadTS points into bbolt memory: use it only inside the transaction.
+type header struct {
+	flags    byte
+	polled   uint64 // tail index time (see polledKey); 0 when never polled
+	threadTS []byte
+}
+
+func (h *header) tracked() bool  { return h.flags&flagTracked != 0 }
+func (h *header) timeline() bool { return h.flags&flagTimeline != 0 }
+
+func (h *header) isReply() bool { return h.flags&flagReply != 0 }
+
+// readHeader parses the header of a message value.
+func readHeader(v []byte) (header, error) {
+	var h header
+	if len(v) < 2 {
+		return h, errTruncated
+	}
+	if v[0] != formatMessage1 {
+		return h, fmt.Errorf("unknown message format %d", v[0])
+	}
+	h.flags = v[1]
+	p := v[2:]
+	if h.flags&flagPolled != 0 {
+		sec, n := binary.Varint(p)
+		if n <= 0 {
+			return h, errTruncated
+		}
+		nsec, n2 := binary.Uvarint(p[n:])
+		if n2 <= 0 || nsec >= 1e9 {
+			return h, errTruncated
+		}
+		p = p[n+n2:]
+		h.polled = polledKey(time.Unix(sec, int64(nsec)))
+	}
+	for i := 0; i < 2; i++ { // skip ts, then read thread_ts
+		l, n := binary.Uvarint(p)
+		if n <= 0 || l > uint64(len(p)-n) {
+			return h, errTruncated
+		}
+		if i == 1 {
+			h.threadTS = p[n : n+int(l)]
+		}
+		p = p[n+int(l):]
+	}
+	return h, nil
+}

@@ -1,0 +1,50 @@
+// Package boltstore implements readmodel.Store over bbolt (go.etcd.io/bbolt): one file,
+// one writer at a time (an exclusive flock), any number of concurrent readers.
+//
+// # Layout
+//
+// Keys are byte strings; "|" below means concatenation, never a separator byte.
+// tskey is readmodel.TS.Key(): 12 bytes, big-endian seconds (8) then microseconds (4),
+// so byte order is time order ("999999999.000001" sorts before "1000000000.000000").
+//
+//	meta/                        "schema" → decimal schema version ("1"), written on creation
+//	conv/                        conversation ID → conversation (valueJSON)
+//	chan/<channel>/              one nested bucket per channel:
+//	    m/                       tskey → message (binary, see codec_message.go); one record per
+//	                             (channel, ts) for every message, replies included: a
+//	                             thread_broadcast is one record, in the timeline and in its thread
+//	    t/                       parent tskey | reply tskey → "" (the thread index: Replies is a
+//	                             prefix scan of 12 bytes)
+//	    "n"                      counters: messages, threads, tracked (3 × uint64 big-endian)
+//	tail/                        polled | channel | 0x00 | tskey → exact ts string; one entry per
+//	                             tracked message (m.IsTracked()). polled is LastPolledAt as
+//	                             big-endian unix nanoseconds (8 bytes), 0 for never polled, so
+//	                             a cursor from First yields never-polled first, then the least
+//	                             recently polled, ties by channel then ts.
+//	users/                       user ID → user (valueJSON)
+//	records/                     record key → Ref (binary)
+//	pacing/                      Slack method name → MethodState (valueJSON)
+//	state/                       "identity" → Identity, "last_tick" → TickSummary (valueJSON)
+//
+// The exact ts string lives in the message value (and the tail value), so a ts comes
+// back byte-identical ("1718906000.000100"); the key only orders. Two ts strings with the
+// same time ("1.5" and "1.500000") share one key; Slack always sends six fraction digits.
+//
+// Channel IDs must be non-empty and contain no 0x00 byte (the tail key separator, which
+// also keeps shorter channel IDs sorting first: "C1" < "C12").
+//
+// # Values
+//
+// Every value starts with a format byte so the encoding can change without a schema
+// bump. Messages use a compact hand-written binary encoding (uvarint-length strings,
+// varints), because applying a 999-message history page must cost about the same as
+// writing its bytes; the rarely written values (conversations, users, pacing, identity,
+// last tick) use encoding/json behind the format byte. A value that cannot be decoded is
+// an error naming its bucket and key, never a panic.
+//
+// # Counters
+//
+// Counts(channel) must be cheap at any size, so PutMessage and DeleteMessage keep
+// per-channel counters. Within one Update they accumulate in memory and are written once,
+// just before commit.
+package boltstore

@@ -1,0 +1,122 @@
+package boltstore
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/slackpoll/slackpoll/internal/readmodel"
+)
+
+// openTemp opens a new store in t.TempDir and closes it (after a consistency check)
+// when the test ends.
+func openTemp(t testing.TB) *Store {
+	t.Helper()
+	s, err := Open(filepath.Join(t.TempDir(), "slackpoll.db"), Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		checkConsistent(t, s)
+		if err := s.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return s
+}
+
+// checkConsistent runs bbolt's page-level check.
+func checkConsistent(t testing.TB, s *Store) {
+	t.Helper()
+	err := s.DB().View(func(btx *bolt.Tx) error {
+		for err := range btx.Check() {
+			t.Errorf("bbolt check: %v", err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func update(t testing.TB, s *Store, fn func(readmodel.Tx) error) {
+	t.Helper()
+	if err := s.Update(fn); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func view(t testing.TB, s *Store, fn func(readmodel.Tx) error) {
+	t.Helper()
+	if err := s.View(fn); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func putAll(t testing.TB, s *Store, ms ...readmodel.Message) {
+	t.Helper()
+	update(t, s, func(tx readmodel.Tx) error {
+		for _, m := range ms {
+			if err := tx.PutMessage(m); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func at(sec int64) *time.Time {
+	t := time.Unix(sec, 0).UTC()
+	return &t
+}
+
+// msg is a top-level message of channel C1.
+func msg(ts string) readmodel.Message {
+	return readmodel.Message{Channel: "C1", TS: readmodel.TS(ts), User: "U1", Text: "m " + ts}
+}
+
+// reply is a plain reply of channel C1 under parent.
+func reply(ts, parent string) readmodel.Message {
+	m := msg(ts)
+	m.ThreadTS = readmodel.TS(parent)
+	return m
+}
+
+// tsList returns the ts of messages, in order.
+func tsList(ms []readmodel.Message) []readmodel.TS {
+	out := []readmodel.TS{}
+	for _, m := range ms {
+		out = append(out, m.TS)
+	}
+	return out
+}
+
+// bucketLen counts the keys of a bucket path, e.g. ("tail") or ("chan", "C1", "t").
+func bucketLen(t testing.TB, s *Store, path ...string) int {
+	t.Helper()
+	n := 0
+	err := s.DB().View(func(btx *bolt.Tx) error {
+		b := btx.Bucket([]byte(path[0]))
+		for _, p := range path[1:] {
+			if b == nil {
+				return nil
+			}
+			b = b.Bucket([]byte(p))
+		}
+		if b == nil {
+			return nil
+		}
+		return b.ForEach(func(k, v []byte) error {
+			if v != nil {
+				n++
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}

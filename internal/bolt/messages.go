@@ -1,0 +1,256 @@
+package boltstore
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/slackpoll/slackpoll/internal/readmodel"
+)
+
+// Message returns the record of (channel, ts). An invalid ts is an error.
+func (t *tx) Message(channel string, ts readmodel.TS) (readmodel.Message, bool, error) {
+	if err := checkTS("ts", ts); err != nil {
+		return readmodel.Message{}, false, err
+	}
+	cb, err := t.channel(channel, false)
+	if err != nil || cb == nil {
+		return readmodel.Message{}, false, err
+	}
+	k := ts.Key()
+	v := cb.msgs.Get(k[:])
+	if v == nil {
+		return readmodel.Message{}, false, nil
+	}
+	m, err := decodeMessage(channel, v)
+	if err != nil {
+		return readmodel.Message{}, false, msgDecodeError(channel, k[:], err)
+	}
+	return m, true, nil
+}
+
+func msgDecodeError(channel string, k []byte, err error) error {
+	return fmt.Errorf("store: decode message %s/%s: %w", channel, keyString(k), err)
+}
+
+// PutMessage replaces the record of (m.Channel, m.TS) and moves its index entries: the
+// thread index entry follows m.ThreadTS, the tail entry follows m.LastPolledAt. It reads
+// only the header of the old record. m.TS must be valid, m.ThreadTS empty or valid.
+func (t *tx) PutMessage(m readmodel.Message) error {
+	if err := t.writable(); err != nil {
+		return err
+	}
+	if err := checkTS("ts", m.TS); err != nil {
+		return err
+	}
+	if m.ThreadTS != "" {
+		if err := checkTS("thread_ts", m.ThreadTS); err != nil {
+			return err
+		}
+	}
+	k := m.TS.Key()
+	var parent [tsKeyLen]byte
+	if m.IsReply() {
+		if parent = m.ThreadTS.Key(); parent == k {
+			return fmt.Errorf("store: message %s/%s: thread_ts %q is the same time as ts but not the same string", m.Channel, m.TS, m.ThreadTS)
+		}
+	}
+	cb, err := t.channel(m.Channel, true)
+	if err != nil {
+		return err
+	}
+
+	// What the old record indexed, decided before Put replaces it.
+	var old header
+	had := false
+	if v := cb.msgs.Get(k[:]); v != nil {
+		if old, err = readHeader(v); err != nil {
+			return msgDecodeError(m.Channel, k[:], err)
+		}
+		had = true
+	}
+	sameThread := had && old.isReply() && m.IsReply() && string(old.threadTS) == string(m.ThreadTS)
+	var oldParent [tsKeyLen]byte
+	if had && old.isReply() && !sameThread {
+		oldParent = readmodel.TS(old.threadTS).Key()
+	}
+	polled := polledKeyOf(m.LastPolledAt)
+	sameTail := had && old.tracked() && m.IsTracked() && old.polled == polled
+
+	v := t.arena.alloc(messageSizeBound(&m))
+	v = appendMessage(v, &m)
+	t.arena.commit(v)
+	if err := cb.msgs.Put(k[:], v); err != nil {
+		return fmt.Errorf("store: put message %s/%s: %w", m.Channel, m.TS, err)
+	}
+	d := t.delta(m.Channel)
+	if !had {
+		d.messages++
+	}
+	if had && old.isReply() && !sameThread {
+		if err := t.removeReply(cb, d, oldParent[:], k[:]); err != nil {
+			return err
+		}
+	}
+	if m.IsReply() && !sameThread {
+		if err := t.addReply(cb, d, parent[:], k[:]); err != nil {
+			return err
+		}
+	}
+	if had && old.tracked() && !sameTail {
+		if err := t.tailDelete(d, old.polled, m.Channel, k[:]); err != nil {
+			return err
+		}
+	}
+	if m.IsTracked() && !sameTail {
+		if err := t.tailPut(d, polled, m.Channel, k[:], m.TS); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DeleteMessage removes the record of (channel, ts) with its thread and tail entries.
+// The replies of a deleted parent stay (they are records of their own).
+func (t *tx) DeleteMessage(channel string, ts readmodel.TS) error {
+	if err := t.writable(); err != nil {
+		return err
+	}
+	if err := checkTS("ts", ts); err != nil {
+		return err
+	}
+	cb, err := t.channel(channel, false)
+	if err != nil || cb == nil {
+		return err
+	}
+	k := ts.Key()
+	v := cb.msgs.Get(k[:])
+	if v == nil {
+		return nil
+	}
+	old, err := readHeader(v)
+	if err != nil {
+		return msgDecodeError(channel, k[:], err)
+	}
+	var oldParent [tsKeyLen]byte
+	if old.isReply() {
+		oldParent = readmodel.TS(old.threadTS).Key()
+	}
+	if err := cb.msgs.Delete(k[:]); err != nil {
+		return fmt.Errorf("store: delete message %s/%s: %w", channel, ts, err)
+	}
+	d := t.delta(channel)
+	d.messages--
+	if old.isReply() {
+		if err := t.removeReply(cb, d, oldParent[:], k[:]); err != nil {
+			return err
+		}
+	}
+	if old.tracked() {
+		return t.tailDelete(d, old.polled, channel, k[:])
+	}
+	return nil
+}
+
+// addReply lists reply under parent in the thread index, counting a new thread when
+// parent had no reply yet.
+func (t *tx) addReply(cb *chanBuckets, d *counts, parent, reply []byte) error {
+	if !hasPrefixKey(cb, parent) {
+		d.threads++
+	}
+	t.kbuf = appendThreadKey(t.kbuf[:0], parent, reply)
+	if err := cb.threads.Put(t.kbuf, []byte{}); err != nil {
+		return fmt.Errorf("store: put thread index %s: %w", keyString(parent), err)
+	}
+	return nil
+}
+
+// removeReply unlists reply from parent, uncounting the thread when it was the last.
+func (t *tx) removeReply(cb *chanBuckets, d *counts, parent, reply []byte) error {
+	t.kbuf = appendThreadKey(t.kbuf[:0], parent, reply)
+	if err := cb.threads.Delete(t.kbuf); err != nil {
+		return fmt.Errorf("store: delete thread index %s: %w", keyString(parent), err)
+	}
+	if !hasPrefixKey(cb, parent) {
+		d.threads--
+	}
+	return nil
+}
+
+// hasPrefixKey reports whether the thread index lists any reply under parent.
+func hasPrefixKey(cb *chanBuckets, parent []byte) bool {
+	k, _ := cb.threads.Cursor().Seek(parent)
+	return k != nil && bytes.HasPrefix(k, parent)
+}
+
+// Replies returns the replies listed under (channel, threadTS), ascending by ts,
+// without the parent. A listed reply without a record is an error (a broken index).
+func (t *tx) Replies(channel string, threadTS readmodel.TS) ([]readmodel.Message, error) {
+	if err := checkTS("thread_ts", threadTS); err != nil {
+		return nil, err
+	}
+	cb, err := t.channel(channel, false)
+	if err != nil || cb == nil {
+		return nil, err
+	}
+	parent := threadTS.Key()
+	var out []readmodel.Message
+	c := cb.threads.Cursor()
+	for k, _ := c.Seek(parent[:]); k != nil && bytes.HasPrefix(k, parent[:]); k, _ = c.Next() {
+		rk := k[tsKeyLen:]
+		v := cb.msgs.Get(rk)
+		if v == nil {
+			return nil, fmt.Errorf("store: thread index of %s/%s lists %s, which has no record", channel, threadTS, keyString(rk))
+		}
+		m, err := decodeMessage(channel, v)
+		if err != nil {
+			return nil, msgDecodeError(channel, rk, err)
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// Timeline calls fn for each timeline message of channel with oldest <= ts <= latest
+// ("" leaves an end open), ascending by ts; plain replies are skipped undecoded. fn must
+// not write to the same channel during the walk (a bbolt cursor does not survive it).
+func (t *tx) Timeline(channel string, oldest, latest readmodel.TS, fn func(readmodel.Message) error) error {
+	for _, e := range []struct {
+		what string
+		ts   readmodel.TS
+	}{{"oldest", oldest}, {"latest", latest}} {
+		if e.ts != "" {
+			if err := checkTS(e.what, e.ts); err != nil {
+				return err
+			}
+		}
+	}
+	cb, err := t.channel(channel, false)
+	if err != nil || cb == nil {
+		return err
+	}
+	lk := latest.Key()
+	c := cb.msgs.Cursor()
+	var k, v []byte
+	if oldest == "" {
+		k, v = c.First()
+	} else {
+		ok := oldest.Key()
+		k, v = c.Seek(ok[:])
+	}
+	for ; k != nil; k, v = c.Next() {
+		if latest != "" && bytes.Compare(k, lk[:]) > 0 {
+			break
+		}
+		if len(v) >= 2 && v[1]&flagTimeline == 0 {
+			continue
+		}
+		m, err := decodeMessage(channel, v)
+		if err != nil {
+			return msgDecodeError(channel, k, err)
+		}
+		if err := fn(m); err != nil {
+			return stopped(err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,134 @@
+package boltstore
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	bberrors "go.etcd.io/bbolt/errors"
+)
+
+// SchemaVersion is the layout version this build reads and writes (see doc.go). It is
+// stored in meta/"schema" when the file is created.
+const SchemaVersion = 1
+
+// DefaultLockTimeout is how long Open waits for the file lock when
+// Options.LockTimeout is zero.
+const DefaultLockTimeout = time.Second
+
+// Options configure Open.
+type Options struct {
+	// LockTimeout bounds the wait for the file lock held by another process (bbolt
+	// retries every 50 ms). ≤ 0 means DefaultLockTimeout (1s): never wait forever, so a
+	// second daemon fails fast with ErrLocked.
+	LockTimeout time.Duration
+	// ReadOnly opens an existing store with a shared lock; writes fail. A missing file is
+	// an error instead of being created.
+	ReadOnly bool
+	// NoSync skips fsync on commit. A crash can then corrupt the file: tests and
+	// benchmarks only.
+	NoSync bool
+}
+
+// Open opens the store at path, creating it (mode 0600, with the current schema
+// version) unless opts.ReadOnly. Errors name the path and what to do: one matching
+// ErrLocked when the lock is held elsewhere, a *SchemaError (ErrSchemaVersion) when the
+// schema version differs, others for a missing directory, a permission problem or a file
+// that is not a slackpoll store.
+func Open(path string, opts Options) (*Store, error) {
+	timeout := opts.LockTimeout
+	if timeout <= 0 {
+		timeout = DefaultLockTimeout
+	}
+	if opts.ReadOnly {
+		// bbolt would report a missing file as a bare ENOENT; say what to do instead.
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("store %s does not exist yet: run \"slackpoll once\" or \"slackpoll track\" to create it, or fix store.path", path)
+		}
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{
+		Timeout:  timeout,
+		ReadOnly: opts.ReadOnly,
+		NoSync:   opts.NoSync,
+		// The hashmap freelist keeps commits cheap as the file grows large.
+		FreelistType: bolt.FreelistMapType,
+	})
+	if err != nil {
+		return nil, openError(path, err)
+	}
+	s := &Store{db: db, path: path}
+	if opts.ReadOnly {
+		err = db.View(func(btx *bolt.Tx) error { return checkSchema(btx, path) })
+	} else {
+		err = db.Update(func(btx *bolt.Tx) error { return initSchema(btx, path) })
+	}
+	if err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// openError turns a bbolt/os open failure into one that names the path and the fix.
+func openError(path string, err error) error {
+	switch {
+	case errors.Is(err, bberrors.ErrTimeout):
+		return &lockedError{path: path, err: err}
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("store %s: directory %s does not exist: create it or fix store.path: %w",
+			path, filepath.Dir(path), err)
+	case errors.Is(err, fs.ErrPermission):
+		return fmt.Errorf("store %s: permission denied: check the permissions of the file and its directory, or fix store.path: %w",
+			path, err)
+	case errors.Is(err, bberrors.ErrInvalid), errors.Is(err, bberrors.ErrVersionMismatch),
+		errors.Is(err, bberrors.ErrChecksum):
+		return fmt.Errorf("store %s is not a readable bbolt file (%w): fix store.path, or move the file aside to start a new store",
+			path, err)
+	}
+	return fmt.Errorf("open store %s: %w", path, err)
+}
+
+// topBuckets are created with the schema; every other bucket is nested in chan/.
+var topBuckets = [][]byte{bMeta, bConv, bChan, bTail, bUsers, bRecords, bPacing, bState}
+
+// initSchema creates the buckets and the schema version in a new file, or checks the
+// version of an existing one.
+func initSchema(btx *bolt.Tx, path string) error {
+	if btx.Bucket(bMeta) != nil {
+		return checkSchema(btx, path)
+	}
+	// A file with buckets but no meta was not written by slackpoll: don't add ours to it.
+	if err := btx.ForEach(func([]byte, *bolt.Bucket) error { return errForeign }); err != nil {
+		return fmt.Errorf("store %s is a bbolt file without slackpoll's meta bucket: fix store.path, or move the file aside to start a new store", path)
+	}
+	for _, name := range topBuckets {
+		if _, err := btx.CreateBucket(name); err != nil {
+			return fmt.Errorf("store %s: create bucket %s: %w", path, name, err)
+		}
+	}
+	return btx.Bucket(bMeta).Put(kSchema, []byte(strconv.Itoa(SchemaVersion)))
+}
+
+var errForeign = errors.New("foreign bucket")
+
+// checkSchema fails with a *SchemaError unless meta/"schema" is SchemaVersion.
+func checkSchema(btx *bolt.Tx, path string) error {
+	meta := btx.Bucket(bMeta)
+	if meta == nil {
+		return fmt.Errorf("store %s has no meta bucket: it was not written by slackpoll; fix store.path, or move the file aside to start a new store", path)
+	}
+	raw := meta.Get(kSchema)
+	have, err := strconv.Atoi(string(raw))
+	if err != nil {
+		return fmt.Errorf("store %s: unreadable schema version %q: move the file aside to start a new store", path, raw)
+	}
+	if have != SchemaVersion {
+		return &SchemaError{Path: path, Have: have, Want: SchemaVersion}
+	}
+	return nil
+}

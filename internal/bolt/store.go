@@ -1,0 +1,44 @@
+package boltstore
+
+import (
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/slackpoll/slackpoll/internal/readmodel"
+)
+
+var _ readmodel.Store = (*Store)(nil)
+
+// Store is a readmodel.Store in one bbolt file. It is safe for concurrent use: Update
+// calls are serialized by bbolt, View calls run concurrently.
+type Store struct {
+	db   *bolt.DB
+	path string
+}
+
+// Path returns the file path the store was opened with.
+func (s *Store) Path() string { return s.path }
+
+// DB returns the underlying bbolt handle, for tests (tx.Check) and maintenance tools.
+// Writing through it bypasses the indexes.
+func (s *Store) DB() *bolt.DB { return s.db }
+
+// View runs fn in a read-only transaction. Do not call View or Update from inside fn:
+// bbolt deadlocks on nested transactions in one goroutine.
+func (s *Store) View(fn func(readmodel.Tx) error) error {
+	return s.db.View(func(btx *bolt.Tx) error { return fn(newTx(btx)) })
+}
+
+// Update runs fn in a read-write transaction and commits it, with the counters fn
+// changed, if fn returns nil; otherwise nothing fn wrote is kept.
+func (s *Store) Update(fn func(readmodel.Tx) error) error {
+	return s.db.Update(func(btx *bolt.Tx) error {
+		t := newTx(btx)
+		if err := fn(t); err != nil {
+			return err
+		}
+		return t.flushCounts()
+	})
+}
+
+// Close waits for open transactions to finish, then releases the file and its lock.
+func (s *Store) Close() error { return s.db.Close() }

@@ -1,0 +1,152 @@
+package boltstore
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	bolt "go.etcd.io/bbolt"
+	bberrors "go.etcd.io/bbolt/errors"
+
+	"github.com/slackpoll/slackpoll/internal/readmodel"
+)
+
+// Bucket and key names (see doc.go).
+var (
+	bMeta    = []byte("meta")
+	bConv    = []byte("conv")
+	bChan    = []byte("chan")
+	bTail    = []byte("tail")
+	bUsers   = []byte("users")
+	bRecords = []byte("records")
+	bPacing  = []byte("pacing")
+	bState   = []byte("state")
+
+	bMsgs    = []byte("m")
+	bThreads = []byte("t")
+	kCounts  = []byte("n")
+
+	kSchema   = []byte("schema")
+	kIdentity = []byte("identity")
+	kLastTick = []byte("last_tick")
+)
+
+var _ readmodel.Tx = (*tx)(nil)
+
+// tx is one readmodel.Tx over a bbolt transaction. It caches the nested buckets of the
+// channels it touched, buffers counter changes until commit, and carves encoded values
+// from an arena: bbolt keeps the value slices passed to Put until the commit.
+type tx struct {
+	btx   *bolt.Tx
+	chans map[string]*chanBuckets
+	// deltas holds counter changes per channel not yet written (see flushCounts).
+	deltas map[string]*counts
+	// lastDelta caches deltas[lastDeltaChan]: a page writes one channel.
+	lastDeltaChan string
+	lastDelta     *counts
+	arena         arena
+	// kbuf is scratch for index keys; bbolt copies keys on Put.
+	kbuf []byte
+}
+
+// chanBuckets are the nested buckets of one channel, valid for the transaction.
+type chanBuckets struct {
+	root, msgs, threads *bolt.Bucket
+}
+
+func newTx(btx *bolt.Tx) *tx { return &tx{btx: btx} }
+
+// errReadOnly is returned by write methods on a View transaction.
+var errReadOnly = errors.New("store: write in a read-only transaction")
+
+func (t *tx) writable() error {
+	if !t.btx.Writable() {
+		return errReadOnly
+	}
+	return nil
+}
+
+// bucket returns a top-level bucket; a missing one means the file lost its layout.
+func (t *tx) bucket(name []byte) (*bolt.Bucket, error) {
+	b := t.btx.Bucket(name)
+	if b == nil {
+		return nil, fmt.Errorf("store: bucket %s missing: %w", name, bberrors.ErrBucketNotFound)
+	}
+	return b, nil
+}
+
+// channel returns the nested buckets of a channel, creating them when create is set
+// (write transactions only). It returns nil, nil for a channel with no bucket yet.
+func (t *tx) channel(id string, create bool) (*chanBuckets, error) {
+	if cb, ok := t.chans[id]; ok {
+		return cb, nil
+	}
+	if err := checkChannel(id); err != nil {
+		return nil, err
+	}
+	all, err := t.bucket(bChan)
+	if err != nil {
+		return nil, err
+	}
+	root := all.Bucket([]byte(id))
+	if root == nil {
+		if !create {
+			return nil, nil
+		}
+		if root, err = all.CreateBucket([]byte(id)); err != nil {
+			return nil, fmt.Errorf("store: create channel %s: %w", id, err)
+		}
+	}
+	cb := &chanBuckets{root: root}
+	if cb.msgs, err = nestedBucket(root, bMsgs, create); err != nil {
+		return nil, fmt.Errorf("store: channel %s: %w", id, err)
+	}
+	if cb.threads, err = nestedBucket(root, bThreads, create); err != nil {
+		return nil, fmt.Errorf("store: channel %s: %w", id, err)
+	}
+	if t.chans == nil {
+		t.chans = make(map[string]*chanBuckets)
+	}
+	t.chans[id] = cb
+	return cb, nil
+}
+
+func nestedBucket(root *bolt.Bucket, name []byte, create bool) (*bolt.Bucket, error) {
+	if create {
+		return root.CreateBucketIfNotExists(name)
+	}
+	if b := root.Bucket(name); b != nil {
+		return b, nil
+	}
+	return nil, fmt.Errorf("bucket %s missing: %w", name, bberrors.ErrBucketNotFound)
+}
+
+// checkChannel rejects IDs that cannot be a key: empty, containing the tail-key
+// separator 0x00, or absurdly long.
+func checkChannel(id string) error {
+	switch {
+	case id == "":
+		return errors.New("store: empty channel ID")
+	case strings.IndexByte(id, 0) >= 0:
+		return fmt.Errorf("store: channel ID %q contains a NUL byte", id)
+	case len(id) > 255:
+		return fmt.Errorf("store: channel ID %.20q… is longer than 255 bytes", id)
+	}
+	return nil
+}
+
+// checkTS rejects a ts that has no sort key.
+func checkTS(what string, ts readmodel.TS) error {
+	if !ts.Valid() {
+		return fmt.Errorf("store: invalid %s %q: want <seconds>.<microseconds>", what, ts)
+	}
+	return nil
+}
+
+// stopped maps readmodel.ErrStopIteration, the callback's way to end a walk, to nil.
+func stopped(err error) error {
+	if errors.Is(err, readmodel.ErrStopIteration) {
+		return nil
+	}
+	return err
+}
