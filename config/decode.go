@@ -72,6 +72,12 @@ func (w *walker) fail(line int, key, format string, args ...any) {
 	w.errs = append(w.errs, &Error{File: w.file, Line: line, Key: key, Msg: fmt.Sprintf(format, args...)})
 }
 
+// failNamed is fail for a message that names the key itself.
+func (w *walker) failNamed(line int, key, format string, args ...any) {
+	w.fail(line, key, format, args...)
+	w.errs[len(w.errs)-1].(*Error).keyInMsg = true
+}
+
 func (w *walker) mark(key string, line int) {
 	if w.lines != nil {
 		w.lines[key] = line
@@ -103,7 +109,7 @@ func (w *walker) structure(v reflect.Value, n *yaml.Node, path string) {
 			continue
 		}
 		if first, dup := seen[name]; dup {
-			w.fail(k.Line, key, "key %q appears twice (first on line %d)", key, first)
+			w.failNamed(k.Line, key, "key %q appears twice (first on line %d)", key, first)
 			continue
 		}
 		seen[name] = k.Line
@@ -113,7 +119,7 @@ func (w *walker) structure(v reflect.Value, n *yaml.Node, path string) {
 			if path != "" {
 				under = "known keys under " + path
 			}
-			w.fail(k.Line, key, "unknown key %q (%s: %s)", key, under, strings.Join(names(fields), ", "))
+			w.failNamed(k.Line, key, "unknown key %q (%s: %s)", key, under, strings.Join(names(fields), ", "))
 			continue
 		}
 		w.mark(key, k.Line)
@@ -147,7 +153,7 @@ func (w *walker) value(fv reflect.Value, n *yaml.Node, key string) {
 				continue
 			}
 			if first, dup := seen[k.Value]; dup {
-				w.fail(k.Line, key, "%q appears twice in %s (first on line %d)", k.Value, key, first)
+				w.failNamed(k.Line, key, "%q appears twice in %s (first on line %d)", k.Value, key, first)
 				continue
 			}
 			seen[k.Value] = k.Line
@@ -185,6 +191,11 @@ func (w *walker) leaf(ptr reflect.Value, n *yaml.Node, key string) bool {
 	t := ptr.Type().Elem()
 	if n.Kind != yaml.ScalarNode {
 		w.fail(n.Line, key, "want %s, not %s", expect(t, key), describe(n))
+		return false
+	}
+	if k := t.Kind(); k >= reflect.Int && k <= reflect.Int64 && t != durationType && n.ShortTag() != "!!int" {
+		// yaml.v3 would truncate 1.5 to 1.
+		w.fail(n.Line, key, "%q is not %s", n.Value, expect(t, key))
 		return false
 	}
 	if err := n.Decode(ptr.Interface()); err != nil {

@@ -23,6 +23,8 @@ type Error struct {
 	Key  string // dotted key path, e.g. "tick.interval", "conversations[2]"; "" for the whole file
 	Msg  string // what is wrong and what is allowed
 	Err  error  // underlying cause, if any (e.g. an *fs.PathError)
+
+	keyInMsg bool // Msg already names Key: do not prefix it
 }
 
 func (e *Error) Error() string {
@@ -36,7 +38,7 @@ func (e *Error) Error() string {
 		b.WriteString(strconv.Itoa(e.Line))
 		b.WriteString(": ")
 	}
-	if e.Key != "" && !strings.Contains(e.Msg, strconv.Quote(e.Key)) {
+	if e.Key != "" && !e.keyInMsg {
 		b.WriteString(e.Key)
 		b.WriteString(": ")
 	}

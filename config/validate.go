@@ -103,11 +103,14 @@ func (v *validator) slack() {
 	v.positive("slack.request_timeout", s.RequestTimeout, "30s")
 }
 
-// failAt reports under key, using the line recorded for lineKey.
+// failAt reports under key, with a message that names key, using the line
+// recorded for lineKey.
 func (v *validator) failAt(lineKey, key, format string, args ...any) {
 	v.fail(key, format, args...)
+	e := v.errs[len(v.errs)-1].(*Error)
+	e.keyInMsg = true
 	if s := v.c.src; s != nil {
-		v.errs[len(v.errs)-1].(*Error).Line = s.lines[lineKey]
+		e.Line = s.lines[lineKey]
 	}
 }
 

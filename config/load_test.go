@@ -1,0 +1,207 @@
+package config
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// writeConfig writes content to slackpoll.yaml in a new temporary directory.
+func writeConfig(t *testing.T, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "slackpoll.yaml")
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func mustLoad(t *testing.T, content string) *Config {
+	t.Helper()
+	c, err := Load(writeConfig(t, content))
+	if err != nil {
+		t.Fatalf("Load: %v\n%s", err, content)
+	}
+	return c
+}
+
+func TestLoadKeepsDefaultsForMissingKeys(t *testing.T) {
+	t.Setenv("SLACK_BOT_TOKEN", "")
+	c := mustLoad(t, "tick:\n  interval: 30s\nbudget:\n  tail_fetches: 0\nconversations: [C0123456789]\nslack:\n  rates: {users.info: 10}\n")
+	want := documented()
+	want.Tick.Interval = Duration(30 * time.Second)
+	want.Budget.TailFetches = 0
+	want.Conversations = []string{"C0123456789"}
+	want.Slack.Rates = map[string]float64{"users.info": 10}
+	if got := plain(c); !equal(got, want) {
+		t.Errorf("got\n%#v\nwant\n%#v", got, want)
+	}
+	if c.File() == "" || filepath.Base(c.File()) != "slackpoll.yaml" {
+		t.Errorf("File() = %q", c.File())
+	}
+}
+
+func TestLoadEmptyAndNullValues(t *testing.T) {
+	t.Setenv("SLACK_BOT_TOKEN", "")
+	for _, content := range []string{"", "# only a comment\n", "slack:\ntick:\n  interval:\n", "---\n"} {
+		c := mustLoad(t, content)
+		if got := plain(c); !equal(got, documented()) {
+			t.Errorf("%q: got %#v", content, got)
+		}
+	}
+}
+
+func TestExpansion(t *testing.T) {
+	t.Setenv("SLACK_BOT_TOKEN", "xoxb-default")
+	t.Setenv("DATA", "/var/lib/slackpoll")
+	t.Setenv("PAGES", "3")
+	t.Setenv("EVERY", "2m")
+	t.Setenv("CHAN", "C0123456789")
+	t.Setenv("SLACKPOLL_TEST_UNSET", "")
+	os.Unsetenv("SLACKPOLL_TEST_UNSET") // restored by t.Setenv's cleanup
+	c := mustLoad(t, `
+slack:
+  token: ${SLACKPOLL_TEST_UNSET}
+store:
+  path: "${DATA}/db-${PAGES}.bolt"
+budget:
+  history_pages: ${PAGES}
+tick:
+  interval: ${EVERY}
+conversations: ["${CHAN}", "D${PAGES}A"]
+http:
+  listen: ${SLACKPOLL_TEST_UNSET}
+`)
+	if c.Slack.Token.IsSet() {
+		t.Errorf("unset variable: token = %v set, want empty (not the default)", c.Slack.Token)
+	}
+	if c.Store.Path != "/var/lib/slackpoll/db-3.bolt" {
+		t.Errorf("store.path = %q", c.Store.Path)
+	}
+	if c.Budget.HistoryPages != 3 || c.Tick.Interval.D() != 2*time.Minute {
+		t.Errorf("typed expansion: pages %d interval %v", c.Budget.HistoryPages, c.Tick.Interval)
+	}
+	if strings.Join(c.Conversations, ",") != "C0123456789,D3A" {
+		t.Errorf("conversations = %v", c.Conversations)
+	}
+	if c.HTTP.Listen != "" {
+		t.Errorf("http.listen = %q", c.HTTP.Listen)
+	}
+	// Only ${NAME} is expanded: $DATA, ${1} and "${ x}" stay as written (and fail validation here).
+	_, err := Load(writeConfig(t, "log:\n  format: '$DATA ${1} ${ x}'\n"))
+	if err == nil || !strings.Contains(err.Error(), `"$DATA ${1} ${ x}" is not allowed`) {
+		t.Errorf("non-variable text: %v", err)
+	}
+}
+
+func TestExpansionCannotInjectStructure(t *testing.T) {
+	t.Setenv("SLACK_BOT_TOKEN", "")
+	for _, inj := range []string{
+		"x\nfoo: bar",
+		"x\nslack:\n  api_url: http://evil.example/\n",
+		"\"\n  api_url: http://evil.example/\nfoo: [1",
+		"'}\ndiscover: member\n#",
+		"{a: 1}",
+		"*alias",
+		"x # comment",
+	} {
+		t.Setenv("INJ", inj)
+		for _, content := range []string{
+			"store:\n  path: ${INJ}\n",
+			"store:\n  path: \"${INJ}\"\n",
+			"store: {path: '${INJ}'}\n",
+			"store:\n  path: |\n    ${INJ}\n",
+		} {
+			c := mustLoad(t, content)
+			want := documented()
+			want.Store.Path = inj
+			if strings.Contains(content, "|") {
+				want.Store.Path += "\n"
+			}
+			if got := plain(c); !equal(got, want) {
+				t.Errorf("INJ=%q in %q: got\n%s", inj, content, c)
+			}
+		}
+	}
+	t.Setenv("INJ3", "C0123456789, C0AAAAAAA]\ndiscover: member #")
+	_, err := Load(writeConfig(t, "conversations: ['${INJ3}']\n"))
+	var e *Error
+	if !errors.As(err, &e) || e.Key != "conversations[0]" || strings.Contains(err.Error(), "\n") {
+		t.Errorf("INJ3: want one error about conversations[0], got %v", err)
+	}
+	// Keys are never expanded.
+	t.Setenv("K", "discover")
+	_, err = Load(writeConfig(t, "${K}: member\n"))
+	if err == nil || !strings.Contains(err.Error(), `unknown key "${K}"`) {
+		t.Errorf("expanded key: %v", err)
+	}
+}
+
+func TestUnknownKeys(t *testing.T) {
+	for _, tc := range []struct{ content, want string }{
+		{"tick:\n  interval: 1m\n\n\n\n\n  intervall: 2m\n",
+			`slackpoll.yaml: line 7: unknown key "tick.intervall" (known keys under tick: interval, soft_deadline)`},
+		{"# c\nslak:\n  token: x\n",
+			`slackpoll.yaml: line 2: unknown key "slak" (known top-level keys: slack, store, conversations, discover, tick, budget, window, users, http, log)`},
+		{"slack: {token: x, rate: 3}\n", `line 1: unknown key "slack.rate" (known keys under slack: token, api_url, rate_profile, rates, request_timeout)`},
+		{"http:\n  listen: ''\n  listen: ':1'\n", `line 3: key "http.listen" appears twice (first on line 2)`},
+		{"slack:\n  rates:\n    users.info: 1\n    users.info: 2\n", `line 4: "users.info" appears twice in slack.rates (first on line 3)`},
+		{"log: {<<: {level: info}}\n", `unknown key "log.<<"`},
+	} {
+		_, err := Load(writeConfig(t, tc.content))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q:\n got %v\nwant %s", tc.content, err, tc.want)
+		}
+		if !errors.Is(err, ErrInvalid) {
+			t.Errorf("%q: error does not match ErrInvalid", tc.content)
+		}
+	}
+}
+
+func TestAnchorsAndAliases(t *testing.T) {
+	c := mustLoad(t, "tick:\n  interval: &d 2m\n  soft_deadline: *d\n")
+	if c.Tick.SoftDeadline.D() != 2*time.Minute {
+		t.Errorf("alias: %v", c.Tick.SoftDeadline)
+	}
+}
+
+func TestLoadFileErrors(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "nope.yaml")
+	_, err := Load(missing)
+	if !errors.Is(err, fs.ErrNotExist) || !errors.Is(err, ErrInvalid) {
+		t.Errorf("missing file: %v", err)
+	}
+	if err == nil || !strings.HasPrefix(err.Error(), missing+": cannot read config file: no such file") || !strings.Contains(err.Error(), "SLACKPOLL_CONFIG") {
+		t.Errorf("missing file message: %v", err)
+	}
+	for content, want := range map[string]string{
+		"slack: [\n":   "slackpoll.yaml: not valid YAML: line",
+		"hello\n":      `the file must be a mapping with the keys slack, store,`,
+		"- a\n- b\n":   `the file must be a mapping with the keys`,
+		"tick: 1m\n":   `line 1: tick: tick must be a mapping with the keys interval, soft_deadline, not "1m"`,
+		"\tslack: 1\n": "not valid YAML",
+	} {
+		_, err := Load(writeConfig(t, content))
+		if err == nil || !strings.Contains(err.Error(), want) || !errors.Is(err, ErrInvalid) {
+			t.Errorf("%q: got %v, want %q", content, err, want)
+		}
+	}
+}
+
+func TestLoadEnvOrDefault(t *testing.T) {
+	t.Setenv(EnvConfig, "")
+	if got := LoadEnvOrDefault(""); got != "slackpoll.yaml" {
+		t.Errorf("no flag, no env: %q", got)
+	}
+	t.Setenv(EnvConfig, "/etc/slackpoll.yaml")
+	if got := LoadEnvOrDefault(""); got != "/etc/slackpoll.yaml" {
+		t.Errorf("env: %q", got)
+	}
+	if got := LoadEnvOrDefault("my.yaml"); got != "my.yaml" {
+		t.Errorf("flag: %q", got)
+	}
+}
