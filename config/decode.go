@@ -96,7 +96,7 @@ func (w *walker) structure(v reflect.Value, n *yaml.Node, path string) {
 		if where == "" {
 			where = "the file"
 		}
-		w.fail(n.Line, path, "%s must be a mapping with the keys %s, not %s", where, strings.Join(names(fields), ", "), describe(n))
+		w.failNamed(n.Line, path, "%s must be a mapping with the keys %s, not %s", where, strings.Join(names(fields), ", "), describe(n))
 		return
 	}
 	seen := map[string]int{}
@@ -297,9 +297,9 @@ func isNull(n *yaml.Node) bool {
 	return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null"
 }
 
-// describe names what n is, for "not …" in messages. Scalars are quoted; a
-// scalar under a secret key never reaches here with its value unless it
-// failed to decode as a string, which cannot happen.
+// describe names what n is, for "not …" in messages; a scalar is shown
+// quoted. Secret fields are strings, which every scalar decodes into, so a
+// secret value never reaches an error message.
 func describe(n *yaml.Node) string {
 	switch n.Kind {
 	case yaml.MappingNode:

@@ -182,7 +182,7 @@ func TestLoadFileErrors(t *testing.T) {
 		"slack: [\n":   "slackpoll.yaml: not valid YAML: line",
 		"hello\n":      `the file must be a mapping with the keys slack, store,`,
 		"- a\n- b\n":   `the file must be a mapping with the keys`,
-		"tick: 1m\n":   `line 1: tick: tick must be a mapping with the keys interval, soft_deadline, not "1m"`,
+		"tick: 1m\n":   `line 1: tick must be a mapping with the keys interval, soft_deadline, not "1m"`,
 		"\tslack: 1\n": "not valid YAML",
 	} {
 		_, err := Load(writeConfig(t, content))
