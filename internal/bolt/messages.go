@@ -241,7 +241,8 @@ func (t *tx) Timeline(channel string, oldest, latest readmodel.TS, fn func(readm
 		if latest != "" && bytes.Compare(k, lk[:]) > 0 {
 			break
 		}
-		if len(v) >= 2 && v[1]&flagTimeline == 0 {
+		// Only a value we can read the flags of is skipped undecoded.
+		if len(v) >= 2 && v[0] == formatMessage1 && v[1]&flagTimeline == 0 {
 			continue
 		}
 		m, err := decodeMessage(channel, v)

@@ -1,0 +1,158 @@
+package boltstore
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/slackpoll/slackpoll/internal/readmodel"
+)
+
+func tailRefs(es []readmodel.TailEntry) []string {
+	out := []string{}
+	for _, e := range es {
+		out = append(out, e.Channel+"/"+string(e.TS))
+	}
+	return out
+}
+
+func polledMsg(channel, ts string, polled *time.Time) readmodel.Message {
+	return readmodel.Message{Channel: channel, TS: readmodel.TS(ts), LastPolledAt: polled}
+}
+
+func TestTailOldestOrder(t *testing.T) {
+	s := openTemp(t)
+	putAll(t, s,
+		polledMsg("C2", "1718906001.000000", at(300)),
+		polledMsg("C1", "1718906002.000000", nil),
+		polledMsg("C1", "1718906003.000000", at(100)),
+		polledMsg("C12", "1718906000.000000", nil), // "C1" < "C12" < "C2"
+		polledMsg("C2", "1718906000.000000", nil),
+		polledMsg("C1", "999999999.000000", nil), // 9-digit seconds: earlier than the others
+		polledMsg("C1", "1718906004.000000", at(200)),
+		reply("1718906005.000000", "1718906002.000000"), // replies are not tracked
+	)
+	view(t, s, func(tx readmodel.Tx) error {
+		got, err := tx.TailOldest(100, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []string{
+			// never polled, by channel then ts
+			"C1/999999999.000000", "C1/1718906002.000000", "C12/1718906000.000000", "C2/1718906000.000000",
+			// then oldest LastPolledAt first
+			"C1/1718906003.000000", "C1/1718906004.000000", "C2/1718906001.000000",
+		}
+		if diff := cmp.Diff(want, tailRefs(got)); diff != "" {
+			t.Errorf("TailOldest (-want +got):\n%s", diff)
+		}
+		if got[0].LastPolledAt != nil || got[4].LastPolledAt == nil || !got[4].LastPolledAt.Equal(*at(100)) {
+			t.Errorf("LastPolledAt: never polled = %v, first polled = %v", got[0].LastPolledAt, got[4].LastPolledAt)
+		}
+		first2, _ := tx.TailOldest(2, nil)
+		if diff := cmp.Diff(want[:2], tailRefs(first2)); diff != "" {
+			t.Errorf("TailOldest(2) (-want +got):\n%s", diff)
+		}
+		if none, _ := tx.TailOldest(0, nil); len(none) != 0 {
+			t.Errorf("TailOldest(0) = %v", none)
+		}
+		return nil
+	})
+}
+
+func TestTailOldestFollowsLastPolledAtWithoutStaleEntries(t *testing.T) {
+	s := openTemp(t)
+	putAll(t, s, polledMsg("C1", "1.000000", nil), polledMsg("C1", "2.000000", nil), polledMsg("C1", "3.000000", nil))
+	// Poll the oldest-in-rotation messages one by one, as the tail phase does.
+	for i := int64(1); i <= 7; i++ {
+		var next readmodel.TailEntry
+		view(t, s, func(tx readmodel.Tx) error {
+			got, err := tx.TailOldest(1, nil)
+			if err != nil || len(got) != 1 {
+				t.Fatalf("TailOldest(1) = %v, %v", got, err)
+			}
+			next = got[0]
+			return nil
+		})
+		update(t, s, func(tx readmodel.Tx) error {
+			m, _, err := tx.Message(next.Channel, next.TS)
+			if err != nil {
+				return err
+			}
+			m.LastPolledAt = at(1000 + i)
+			return tx.PutMessage(m)
+		})
+		if n := bucketLen(t, s, "tail"); n != 3 {
+			t.Fatalf("after poll %d: %d tail entries, want 3 (one per tracked message)", i, n)
+		}
+	}
+	// Round robin: 1,2,3,1,2,3,1 were polled; the order is now 2,3,1.
+	view(t, s, func(tx readmodel.Tx) error {
+		got, _ := tx.TailOldest(3, nil)
+		want := []string{"C1/2.000000", "C1/3.000000", "C1/1.000000"}
+		if diff := cmp.Diff(want, tailRefs(got)); diff != "" {
+			t.Errorf("rotation order (-want +got):\n%s", diff)
+		}
+		return nil
+	})
+	// A tracked message that becomes a reply leaves the tail; one that comes back joins it.
+	putAll(t, s, reply("2.000000", "1.000000"))
+	if n := bucketLen(t, s, "tail"); n != 2 {
+		t.Errorf("after becoming a reply: %d tail entries, want 2", n)
+	}
+	putAll(t, s, polledMsg("C1", "2.000000", at(5)))
+	if n := bucketLen(t, s, "tail"); n != 3 {
+		t.Errorf("after becoming top-level again: %d tail entries, want 3", n)
+	}
+}
+
+func TestTailOldestSkip(t *testing.T) {
+	s := openTemp(t)
+	putAll(t, s,
+		polledMsg("C1", "1.000000", nil), polledMsg("C2", "2.000000", nil),
+		polledMsg("C1", "3.000000", at(1)), polledMsg("C2", "4.000000", at(2)), polledMsg("C1", "5.000000", at(3)),
+	)
+	view(t, s, func(tx readmodel.Tx) error {
+		var seen []string
+		got, err := tx.TailOldest(2, func(e readmodel.TailEntry) bool {
+			seen = append(seen, e.Channel+"/"+string(e.TS))
+			return e.Channel == "C2" // e.g. an archived conversation
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]string{"C1/1.000000", "C1/3.000000"}, tailRefs(got)); diff != "" {
+			t.Errorf("TailOldest with skip (-want +got):\n%s", diff)
+		}
+		// It stops as soon as it has n: the last entry was never offered to skip.
+		if diff := cmp.Diff([]string{"C1/1.000000", "C2/2.000000", "C1/3.000000"}, seen); diff != "" {
+			t.Errorf("entries offered to skip (-want +got):\n%s", diff)
+		}
+		all, _ := tx.TailOldest(10, func(readmodel.TailEntry) bool { return true })
+		if len(all) != 0 {
+			t.Errorf("skip-all returned %v", all)
+		}
+		return nil
+	})
+}
+
+func TestPolledKeyOrderAndClamp(t *testing.T) {
+	if polledKeyOf(nil) != 0 {
+		t.Error("nil must be 0")
+	}
+	epoch := time.Unix(0, 0)
+	if k := polledKey(epoch); k != 1 {
+		t.Errorf("polledKey(epoch) = %d, want 1 (0 is never polled)", k)
+	}
+	if k := polledKey(time.Date(1600, 1, 1, 0, 0, 0, 0, time.UTC)); k != 1 {
+		t.Errorf("polledKey(1600) = %d, want 1", k)
+	}
+	a, b := polledKey(time.Unix(100, 1)), polledKey(time.Unix(100, 2))
+	if a >= b {
+		t.Errorf("polledKey not monotonic: %d >= %d", a, b)
+	}
+	if polledKey(time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)) < polledKey(time.Date(2262, 1, 1, 0, 0, 0, 0, time.UTC)) {
+		t.Error("far future must clamp high")
+	}
+}
