@@ -85,22 +85,25 @@ func classify(method string, err error, token string) (ae *readmodel.APIError, r
 	case errors.As(err, &sce):
 		ae.Code = fmt.Sprintf(codeHTTPStatusPattern, sce.Code)
 		return ae, sce.Code >= 500
-	case errors.Is(err, errMalformed), errors.As(err, &syn), errors.Is(err, io.ErrUnexpectedEOF):
-		// HTML error pages and truncated bodies are what a struggling proxy or
-		// Slack edge sends; the next attempt usually gets JSON.
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &nerr) && nerr.Timeout():
+		ae.Code = CodeTimeout
+		return ae, true
+	case errors.As(err, &uerr), errors.As(err, &nerr), errors.Is(err, syscall.ECONNRESET),
+		errors.Is(err, syscall.ECONNREFUSED):
+		// Errors of http.Client.Do come as *url.Error; the body is read inside Do
+		// (captureDoer), so a reset mid-body lands here too.
+		ae.Code = CodeConnection
+		return ae, true
+	case errors.Is(err, errMalformed), errors.As(err, &syn), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		// HTML error pages, truncated and empty bodies are what a struggling proxy
+		// or Slack edge sends; the next attempt usually gets JSON. (io.EOF outside a
+		// *url.Error is json's answer to an empty body.)
 		ae.Code = CodeMalformed
 		return ae, true
 	case errors.As(err, &typ):
 		// Deterministic: the same body would fail the same way.
 		ae.Code = CodeUndecodable
 		return ae, false
-	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &nerr) && nerr.Timeout():
-		ae.Code = CodeTimeout
-		return ae, true
-	case errors.As(err, &uerr), errors.As(err, &nerr), errors.Is(err, syscall.ECONNRESET),
-		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, io.EOF):
-		ae.Code = CodeConnection
-		return ae, true
 	}
 	ae.Code = CodeUnexpected
 	return ae, false
