@@ -1,0 +1,41 @@
+// Package slackfake is a faithful, in-process fake of the Slack Web API, for
+// slackpoll's tests, benchmarks and the `demo` command.
+//
+// A Server serves auth.test, conversations.history, conversations.replies,
+// conversations.info, conversations.list, users.conversations and users.info at
+// /<method>, exactly as slack-go v0.35 calls them: form-encoded POST (token as a form
+// field) or GET (token as a query field or an "Authorization: Bearer" header). It is
+// an http.Handler, usable behind httptest.Server, and it offers an in-memory
+// http.RoundTripper (Server.Transport, Server.Client) that opens no sockets and works
+// inside testing/synctest bubbles.
+//
+// It reproduces the Slack behaviour that breaks real pollers (sources: Slack's method
+// reference in testdata/slack-api-ref, and ../shared/reference/slack-api-facts.md):
+//
+//   - history is newest first; oldest/latest are exclusive unless inclusive=1;
+//     limit defaults to 100 (max 999) for history and 1000 (max 1000) for replies, and
+//     Options.PageCap caps it server-side (15 for non-Marketplace apps);
+//   - pagination ends on response_metadata.next_cursor == "" (the key is present on
+//     the last page); a garbage cursor gets invalid_cursor;
+//   - replies come parent first, then ascending; with Options.RepeatParentOnEveryPage
+//     the parent repeats at the start of every continuation page;
+//   - thread parents carry reply_count, reply_users, reply_users_count and
+//     latest_reply, and latest_reply moves backwards when the newest reply is deleted;
+//   - a deleted parent with live replies becomes a tombstone (subtype "tombstone",
+//     hidden: true, user USLACKBOT, "This message was deleted."); when its last reply
+//     goes too, the thread answers thread_not_found; other deleted messages vanish;
+//   - reaction user lists are truncated to Options.ReactionUsersCap while count stays
+//     exact (the token's own bot user is always kept); skin tones are separate names;
+//     a message without reactions has no reactions key;
+//   - errors come back as HTTP 200 {"ok":false,"error":…} (missing_scope with needed
+//     and provided); rate limits as HTTP 429 with an integer Retry-After header;
+//   - a deactivated user comes back with deleted: true and no top-level real_name.
+//
+// All time comes from Options.Now. Faults (5xx, reset connections, slow responses,
+// malformed or truncated bodies, a wrongly typed message field, 429 without
+// Retry-After, repeating or invalid cursors) are injected one by one (InjectFault)
+// or at random from a seeded generator (SetFaultRate). Every request is logged
+// (Requests). Truth renders the workspace in slackpoll's export format (design.md
+// §6), and Generate and Mutator build a seeded, realistic workspace and stream of
+// changes.
+package slackfake

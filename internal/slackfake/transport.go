@@ -1,0 +1,121 @@
+package slackfake
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// Transport returns an http.RoundTripper that answers requests in memory, with no
+// sockets, so it works inside testing/synctest bubbles. It honours the request
+// context (a cancelled context fails the call, also during a Slow fault), sets real
+// Content-Length and Retry-After headers, reports ConnReset as an ECONNRESET error and
+// TruncatedBody as a body that ends early with io.ErrUnexpectedEOF.
+func (s *Server) Transport() http.RoundTripper { return transport{s} }
+
+type transport struct{ s *Server }
+
+func (t transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	ctx := req.Context()
+	var body []byte
+	var bodyErr error
+	if req.Body != nil {
+		body, bodyErr = io.ReadAll(io.LimitReader(req.Body, maxBody))
+		req.Body.Close()
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	a := t.s.handle(req.URL, req.Header, body, bodyErr)
+	if err := wait(ctx, a.delay); err != nil {
+		return nil, err
+	}
+	if a.reset {
+		return nil, &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}
+	}
+	h := a.header.Clone()
+	h.Set("Content-Length", strconv.Itoa(len(a.body)))
+	var rd io.Reader = bytes.NewReader(a.body)
+	if a.trunc {
+		rd = io.MultiReader(bytes.NewReader(a.body[:len(a.body)/2]), errReader{io.ErrUnexpectedEOF})
+	}
+	return &http.Response{
+		Status:        strconv.Itoa(a.status) + " " + http.StatusText(a.status),
+		StatusCode:    a.status,
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        h,
+		Body:          io.NopCloser(rd),
+		ContentLength: int64(len(a.body)),
+		Request:       req,
+	}, nil
+}
+
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }
+
+// wait sleeps d on the runtime clock unless ctx ends first.
+func wait(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// ServeHTTP serves the Slack Web API at /<method> (any path prefix: the last path
+// element names the method). ConnReset hijacks the connection and resets it (or
+// aborts the handler with http.ErrAbortHandler where hijacking is unsupported).
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, bodyErr := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	a := s.handle(r.URL, r.Header, body, bodyErr)
+	if err := wait(r.Context(), a.delay); err != nil {
+		return
+	}
+	if a.reset {
+		resetConn(w)
+		return
+	}
+	h := w.Header()
+	for k, v := range a.header {
+		h[k] = v
+	}
+	h.Set("Content-Length", strconv.Itoa(len(a.body)))
+	w.WriteHeader(a.status)
+	if a.trunc {
+		w.Write(a.body[:len(a.body)/2])
+		// Returning with less than Content-Length written makes net/http close the
+		// connection; the client sees an unexpected EOF.
+		return
+	}
+	w.Write(a.body)
+}
+
+func resetConn(w http.ResponseWriter) {
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		panic(http.ErrAbortHandler)
+	}
+	conn, _, err := hj.Hijack()
+	if err != nil {
+		panic(http.ErrAbortHandler)
+	}
+	if tcp, ok := conn.(*net.TCPConn); ok {
+		tcp.SetLinger(0) // close with RST
+	}
+	conn.Close()
+}
