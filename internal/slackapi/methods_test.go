@@ -178,8 +178,8 @@ func TestMessageConversion(t *testing.T) {
 		}
 		want := readmodel.Message{
 			Channel: "C1", TS: "1700000000.000100", ThreadTS: "1700000000.000100", User: "U1", Text: "parent",
-			Edited:    &readmodel.Edited{User: "U1", TS: "1700000010.000000"},
-			Reactions: []readmodel.Reaction{{Name: "thumbsup::skin-tone-2", Count: 3, Users: []string{"U1", "U2"}}},
+			Edited:     &readmodel.Edited{User: "U1", TS: "1700000010.000000"},
+			Reactions:  []readmodel.Reaction{{Name: "thumbsup::skin-tone-2", Count: 3, Users: []string{"U1", "U2"}}},
 			ReplyCount: 2, LatestReply: "1700000050.000200",
 		}
 		if !reflect.DeepEqual(page.Messages[0], want) {

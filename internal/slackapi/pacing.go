@@ -147,3 +147,22 @@ func sleepFor(ctx context.Context, d time.Duration) error {
 		return nil
 	}
 }
+
+// StorePacing adapts a readmodel.Store to a PacingStore, each load a View and each
+// save an Update of its own, so the daemon persists pacing in its bbolt store:
+// Options{Pacing: StorePacing(store)}.
+func StorePacing(s readmodel.Store) PacingStore { return storePacing{s} }
+
+type storePacing struct{ s readmodel.Store }
+
+func (p storePacing) LoadMethodState(method string) (st readmodel.MethodState, ok bool, err error) {
+	err = p.s.View(func(tx readmodel.Tx) error {
+		st, ok, err = tx.MethodState(method)
+		return err
+	})
+	return st, ok, err
+}
+
+func (p storePacing) SaveMethodState(method string, st readmodel.MethodState) error {
+	return p.s.Update(func(tx readmodel.Tx) error { return tx.PutMethodState(method, st) })
+}

@@ -164,3 +164,39 @@ func TestWaitIsNotLimitedByCallerDeadline(t *testing.T) {
 		}
 	})
 }
+
+// storeLike is a readmodel.Store whose transactions only know pacing state; the
+// embedded nil Tx makes any other method panic.
+type storeLike struct{ mem *memPacing }
+
+func (s storeLike) View(fn func(readmodel.Tx) error) error   { return fn(txLike{mem: s.mem}) }
+func (s storeLike) Update(fn func(readmodel.Tx) error) error { return fn(txLike{mem: s.mem}) }
+func (s storeLike) Close() error                             { return nil }
+
+type txLike struct {
+	readmodel.Tx
+	mem *memPacing
+}
+
+func (t txLike) MethodState(m string) (readmodel.MethodState, bool, error) {
+	return t.mem.LoadMethodState(m)
+}
+func (t txLike) PutMethodState(m string, st readmodel.MethodState) error {
+	return t.mem.SaveMethodState(m, st)
+}
+
+func TestStorePacingAdaptsStore(t *testing.T) {
+	mem := newMemPacing()
+	p := StorePacing(storeLike{mem})
+	if _, ok, err := p.LoadMethodState(readmodel.MethodReplies); ok || err != nil {
+		t.Fatalf("empty store: ok %v err %v", ok, err)
+	}
+	want := readmodel.MethodState{LastCall: time.Unix(100, 0), NotBefore: time.Unix(200, 0)}
+	if err := p.SaveMethodState(readmodel.MethodReplies, want); err != nil {
+		t.Fatal(err)
+	}
+	got, ok, err := p.LoadMethodState(readmodel.MethodReplies)
+	if err != nil || !ok || got != want {
+		t.Errorf("load = %+v %v %v, want %+v", got, ok, err, want)
+	}
+}
