@@ -1,0 +1,177 @@
+// Package cli implements slackpoll's command line (design.md §4): argument parsing,
+// wiring of config, store, Slack source and poller, and exit statuses. cmd/slackpoll
+// only installs signal handling and calls Main.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/slackpoll/slackpoll/config"
+)
+
+// Exit statuses (design.md §4).
+const (
+	ExitOK      = 0
+	ExitRuntime = 1 // token rejected, store locked, Slack unreachable, ...
+	ExitUsage   = 2 // bad arguments or config
+)
+
+const usage = `slackpoll keeps a local read model of Slack conversations by polling.
+
+Usage:
+  slackpoll run    [--config F]            daemon: ticks until SIGINT/SIGTERM
+  slackpoll once   [--config F]            one tick, then exit
+  slackpoll status [--config F] [--json]   coverage, staleness, per-conversation state, last tick
+  slackpoll show   [--config F] CHANNEL TS one message with its thread and resolved names
+  slackpoll export [--config F]            the whole read model as JSON Lines on stdout
+  slackpoll track  [--config F] [--record KEY] CHANNEL TS
+  slackpoll demo   [--duration D]          runs against a built-in simulated workspace
+
+The config path defaults to $SLACKPOLL_CONFIG, else ./slackpoll.yaml.
+Exit status: 0 success, 1 runtime failure, 2 usage or config error.
+`
+
+// Env is what a command may touch of the outside world.
+type Env struct {
+	Stdout, Stderr io.Writer
+	// Getenv reads the environment (os.Getenv in main).
+	Getenv func(string) string
+}
+
+// exitError carries the exit status a failure maps to.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func usageErr(format string, args ...any) error {
+	return &exitError{ExitUsage, fmt.Errorf(format, args...)}
+}
+
+func runtimeErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return err
+	}
+	if errors.Is(err, config.ErrInvalid) {
+		return &exitError{ExitUsage, err}
+	}
+	return &exitError{ExitRuntime, err}
+}
+
+// Main runs the command line args (without the program name) and returns the exit
+// status. ctx is cancelled on the first SIGINT/SIGTERM.
+func Main(ctx context.Context, args []string, env Env) int {
+	err := dispatch(ctx, args, env)
+	if err == nil {
+		return ExitOK
+	}
+	code := ExitRuntime
+	var ee *exitError
+	if errors.As(err, &ee) {
+		code = ee.code
+	} else if errors.Is(err, config.ErrInvalid) {
+		code = ExitUsage
+	}
+	fmt.Fprintf(env.Stderr, "slackpoll: %v\n", err)
+	if code == ExitUsage && !errors.Is(err, config.ErrInvalid) {
+		fmt.Fprint(env.Stderr, "\n"+usage)
+	}
+	return code
+}
+
+type command struct {
+	name  string
+	args  string // positional arguments, for errors
+	nargs int
+	run   func(ctx context.Context, c *cmdCtx) error
+	flags func(fs *pflag.FlagSet, c *cmdCtx)
+}
+
+// cmdCtx is what a command gets: parsed flags and arguments, and the environment.
+type cmdCtx struct {
+	env        Env
+	configPath string
+	jsonOut    bool
+	record     string
+	duration   string
+	args       []string
+}
+
+var commands = []command{
+	{name: "run", run: cmdRun},
+	{name: "once", run: cmdOnce},
+	{name: "status", run: cmdStatus, flags: func(fs *pflag.FlagSet, c *cmdCtx) {
+		fs.BoolVar(&c.jsonOut, "json", false, "print JSON instead of a table")
+	}},
+	{name: "show", args: "CHANNEL TS", nargs: 2, run: cmdShow, flags: func(fs *pflag.FlagSet, c *cmdCtx) {
+		fs.StringVar(&c.record, "record", "", "show the message tracked under this record key instead of CHANNEL TS")
+		fs.BoolVar(&c.jsonOut, "json", false, "print the export line")
+	}},
+	{name: "export", run: cmdExport},
+	{name: "track", args: "CHANNEL TS", nargs: 2, run: cmdTrack, flags: func(fs *pflag.FlagSet, c *cmdCtx) {
+		fs.StringVar(&c.record, "record", "", "attach this record key (an id of yours, e.g. ticket-42)")
+	}},
+	{name: "demo", run: cmdDemo, flags: func(fs *pflag.FlagSet, c *cmdCtx) {
+		fs.StringVar(&c.duration, "duration", "45s", "how long the simulated workspace changes before the final comparison")
+	}},
+}
+
+func dispatch(ctx context.Context, args []string, env Env) error {
+	if len(args) == 0 {
+		return usageErr("no command given")
+	}
+	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(env.Stdout, usage)
+		return nil
+	}
+	var cmd *command
+	for i := range commands {
+		if commands[i].name == args[0] {
+			cmd = &commands[i]
+		}
+	}
+	if cmd == nil {
+		return usageErr("unknown command %q", args[0])
+	}
+	c := &cmdCtx{env: env}
+	fs := pflag.NewFlagSet(cmd.name, pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	if cmd.name != "demo" {
+		fs.StringVarP(&c.configPath, "config", "c", "", "config file (default $SLACKPOLL_CONFIG, else ./slackpoll.yaml)")
+	}
+	if cmd.flags != nil {
+		cmd.flags(fs, c)
+	}
+	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			fmt.Fprintf(env.Stdout, "Usage: slackpoll %s [flags] %s\n%s", cmd.name, cmd.args, fs.FlagUsages())
+			return nil
+		}
+		return usageErr("%s: %v", cmd.name, err)
+	}
+	c.args = fs.Args()
+	want := cmd.nargs
+	if cmd.name == "show" && c.record != "" {
+		want = 0
+	}
+	if len(c.args) != want {
+		if want == 0 {
+			return usageErr("%s takes no arguments, got %q", cmd.name, strings.Join(c.args, " "))
+		}
+		return usageErr("%s needs %s, got %q", cmd.name, cmd.args, strings.Join(c.args, " "))
+	}
+	return runtimeErr(cmd.run(ctx, c))
+}

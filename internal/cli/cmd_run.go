@@ -1,0 +1,72 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/slackpoll/slackpoll/config"
+	boltstore "github.com/slackpoll/slackpoll/internal/bolt"
+	rm "github.com/slackpoll/slackpoll/internal/readmodel"
+)
+
+// daemon is a wired store, source and poller.
+type daemon struct {
+	cfg    *config.Config
+	log    *slog.Logger
+	store  *boltstore.Store
+	poller *rm.Poller
+}
+
+func (c *cmdCtx) startDaemon() (*daemon, error) {
+	cfg, err := c.loadConfig()
+	if err != nil {
+		return nil, err
+	}
+	if err := cfg.RequireToken(); err != nil {
+		return nil, err
+	}
+	log := newLogger(cfg.Log, c.env.Stderr)
+	store, err := openStore(cfg)
+	if err != nil {
+		return nil, err
+	}
+	src, err := newSource(cfg, store, log, nil, nil)
+	if err != nil {
+		store.Close()
+		return nil, &exitError{ExitUsage, err}
+	}
+	return &daemon{cfg: cfg, log: log, store: store, poller: rm.NewPoller(store, src, pollerConfig(cfg, log))}, nil
+}
+
+// cmdRun is `slackpoll run`: tick at once, then every tick.interval, until the first
+// SIGINT/SIGTERM cancels ctx; any call or wait in flight is abandoned and nothing
+// partial is written.
+func cmdRun(ctx context.Context, c *cmdCtx) error {
+	d, err := c.startDaemon()
+	if err != nil {
+		return err
+	}
+	defer d.store.Close()
+	d.log.Info("slackpoll started", "store", d.cfg.Store.Path, "conversations", len(d.cfg.Conversations),
+		"discover", d.cfg.Discover, "interval", d.cfg.Tick.Interval, "rate_profile", d.cfg.Slack.RateProfile)
+	err = d.poller.Run(ctx)
+	d.log.Info("slackpoll stopped")
+	return err
+}
+
+// cmdOnce is `slackpoll once`: one tick. A tick that stopped on budget or deadline, or
+// in which some conversations failed, is a success.
+func cmdOnce(ctx context.Context, c *cmdCtx) error {
+	d, err := c.startDaemon()
+	if err != nil {
+		return err
+	}
+	defer d.store.Close()
+	_, err = d.poller.Tick(ctx)
+	if errors.Is(err, context.Canceled) {
+		return fmt.Errorf("interrupted; everything read before the signal is stored")
+	}
+	return err
+}

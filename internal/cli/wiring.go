@@ -1,0 +1,87 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/slackpoll/slackpoll/config"
+	boltstore "github.com/slackpoll/slackpoll/internal/bolt"
+	rm "github.com/slackpoll/slackpoll/internal/readmodel"
+	"github.com/slackpoll/slackpoll/internal/slackapi"
+)
+
+// loadConfig loads the config named by --config, $SLACKPOLL_CONFIG or ./slackpoll.yaml.
+func (c *cmdCtx) loadConfig() (*config.Config, error) {
+	path := c.configPath
+	if path == "" {
+		path = c.env.Getenv(config.EnvConfig)
+	}
+	if path == "" {
+		path = config.DefaultPath
+	}
+	return config.Load(path)
+}
+
+// newLogger builds the slog logger of log.level and log.format, writing to w.
+func newLogger(cfg config.Log, w io.Writer) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(strings.ToUpper(cfg.Level)))
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// openStore opens the read-write store (creating it), failing within a second when
+// another process holds it.
+func openStore(cfg *config.Config) (*boltstore.Store, error) {
+	return boltstore.Open(cfg.Store.Path, boltstore.Options{})
+}
+
+// openStoreReadOnly opens the store for the read commands. While `slackpoll run`
+// holds the store, bbolt's lock cannot be shared: the error says so within a second.
+func openStoreReadOnly(cfg *config.Config) (*boltstore.Store, error) {
+	s, err := boltstore.Open(cfg.Store.Path, boltstore.Options{ReadOnly: true})
+	if err != nil && cfg.HTTP.Listen == "" {
+		return nil, fmt.Errorf("%w\n(set http.listen so read commands can ask the running daemon instead)", err)
+	}
+	return s, err
+}
+
+// newSource builds the slack-go source of the config; httpClient may be nil.
+func newSource(cfg *config.Config, store rm.Store, log *slog.Logger, httpClient *http.Client, onCall func(string, string, time.Duration)) (*slackapi.Client, error) {
+	return slackapi.New(slackapi.Options{
+		Token:          cfg.Slack.Token.Reveal(),
+		APIURL:         cfg.Slack.APIURL,
+		HTTPClient:     httpClient,
+		RequestTimeout: cfg.Slack.RequestTimeout.D(),
+		Rates:          cfg.Slack.RatesPerMinute(),
+		Pacing:         slackapi.StorePacing(store),
+		Logger:         log,
+		OnCall:         onCall,
+	})
+}
+
+// pollerConfig maps the config onto the poller's.
+func pollerConfig(cfg *config.Config, log *slog.Logger) rm.PollerConfig {
+	return rm.PollerConfig{
+		Conversations: cfg.Conversations,
+		Discover:      cfg.Discover == "member",
+		Budget: rm.Budget{
+			HistoryPages:   cfg.Budget.HistoryPages,
+			RepliesCalls:   cfg.Budget.RepliesCalls,
+			UsersInfoCalls: cfg.Budget.UsersInfoCalls,
+			TailFetches:    cfg.Budget.TailFetches,
+		},
+		Interval:     cfg.Tick.Interval.D(),
+		SoftDeadline: cfg.Tick.SoftDeadline.D(),
+		BulkWindow:   cfg.Window.Bulk.D(),
+		UserCacheTTL: cfg.Users.CacheTTL.D(),
+		Logger:       log,
+	}
+}

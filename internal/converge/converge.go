@@ -1,0 +1,183 @@
+// Package converge compares a read model with the truth of a (fake) workspace, both in
+// the export format of design.md §6. The demo and the convergence tests use it to say
+// "read model matches the workspace: N messages, M threads, K users, 0 differences".
+package converge
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/google/go-cmp/cmp"
+
+	rm "github.com/slackpoll/slackpoll/internal/readmodel"
+)
+
+// Lines is a read model or a truth, split by line kind.
+type Lines struct {
+	Conversations []rm.ConversationLine
+	Messages      []rm.MessageLine
+	Users         []rm.UserLine
+}
+
+// ReadLines decodes export JSON Lines (design.md §6), rejecting unknown kinds and
+// unknown fields, so that comparing also checks the export format.
+func ReadLines(r io.Reader) (Lines, error) {
+	var out Lines
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 1<<20), 64<<20)
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Bytes()
+		var head struct {
+			Kind string `json:"kind"`
+		}
+		if err := json.Unmarshal(line, &head); err != nil {
+			return out, fmt.Errorf("line %d: %w", n, err)
+		}
+		dec := json.NewDecoder(bytes.NewReader(line))
+		dec.DisallowUnknownFields()
+		var err error
+		switch head.Kind {
+		case rm.KindConversation:
+			var c rm.ConversationLine
+			err = dec.Decode(&c)
+			out.Conversations = append(out.Conversations, c)
+		case rm.KindMessage:
+			var m rm.MessageLine
+			err = dec.Decode(&m)
+			out.Messages = append(out.Messages, m)
+		case rm.KindUser:
+			var u rm.UserLine
+			err = dec.Decode(&u)
+			out.Users = append(out.Users, u)
+		default:
+			err = fmt.Errorf("unknown kind %q", head.Kind)
+		}
+		if err != nil {
+			return out, fmt.Errorf("line %d: %w", n, err)
+		}
+	}
+	return out, sc.Err()
+}
+
+// ModelLines exports a store and decodes it.
+func ModelLines(s rm.Store, configured []string) (Lines, error) {
+	var buf bytes.Buffer
+	if err := s.View(func(tx rm.Tx) error { return rm.Export(tx, &buf, configured) }); err != nil {
+		return Lines{}, err
+	}
+	return ReadLines(&buf)
+}
+
+// Report is the outcome of a comparison.
+type Report struct {
+	Messages, Threads, Users int      // compared, from the truth
+	Differences              []string // one per difference, readable
+}
+
+func (r Report) String() string {
+	return fmt.Sprintf("%d messages, %d threads, %d users, %d differences", r.Messages, r.Threads, r.Users, len(r.Differences))
+}
+
+// msgKey is the (channel, ts) join key.
+type msgKey struct {
+	ch string
+	ts rm.TS
+}
+
+// comparable strips what only polling knows, which the truth cannot say.
+func comparable(m rm.MessageLine) rm.MessageLine {
+	m.LastPolledAt, m.MissingSince, m.Record = nil, nil, ""
+	return m
+}
+
+// Diff compares a read model with the truth, for the conversations whose truth status
+// is ok (a conversation the bot cannot read keeps stale data by design: only its status
+// is compared). Every truth message must be in the model, equal in every Slack field
+// and with a reply watermark equal to its latest_reply and no missing_since. A model
+// message absent from the truth must carry missing_since (deleted in Slack, kept here
+// by rule 4). Users the model looked up must agree with the truth.
+func Diff(model, truth Lines) Report {
+	var r Report
+	add := func(format string, args ...any) { r.Differences = append(r.Differences, fmt.Sprintf(format, args...)) }
+
+	readable := map[string]bool{}
+	modelConv := map[string]rm.ConversationLine{}
+	for _, c := range model.Conversations {
+		modelConv[c.ID] = c
+	}
+	for _, tc := range truth.Conversations {
+		mc, ok := modelConv[tc.ID]
+		if !ok {
+			add("conversation %s: missing from the read model", tc.ID)
+			continue
+		}
+		if mc.Type != tc.Type || mc.Name != tc.Name || mc.IsArchived != tc.IsArchived || mc.Status != tc.Status || mc.NeededScope != tc.NeededScope {
+			add("conversation %s: model %s/%s archived=%v status=%s, truth %s/%s archived=%v status=%s",
+				tc.ID, mc.Type, mc.Name, mc.IsArchived, mc.Status, tc.Type, tc.Name, tc.IsArchived, tc.Status)
+		}
+		readable[tc.ID] = tc.Status == rm.StatusOK
+	}
+
+	modelMsg := map[msgKey]rm.MessageLine{}
+	for _, m := range model.Messages {
+		modelMsg[msgKey{m.Channel, m.TS}] = m
+	}
+	truthMsg := map[msgKey]bool{}
+	for _, tm := range truth.Messages {
+		if !readable[tm.Channel] {
+			continue
+		}
+		k := msgKey{tm.Channel, tm.TS}
+		truthMsg[k] = true
+		r.Messages++
+		if len(tm.Replies) > 0 {
+			r.Threads++
+		}
+		mm, ok := modelMsg[k]
+		if !ok {
+			add("message %s/%s: missing from the read model", tm.Channel, tm.TS)
+			continue
+		}
+		if mm.MissingSince != nil {
+			add("message %s/%s: marked missing since %s but present in Slack", tm.Channel, tm.TS, mm.MissingSince)
+		}
+		want := comparable(tm)
+		want.ReplyWatermark = tm.LatestReply
+		if d := cmp.Diff(want, comparable(mm)); d != "" {
+			add("message %s/%s differs (-truth +model):\n%s", tm.Channel, tm.TS, d)
+		}
+	}
+	for _, mm := range model.Messages {
+		k := msgKey{mm.Channel, mm.TS}
+		if !readable[mm.Channel] || truthMsg[k] {
+			continue
+		}
+		if mm.MissingSince == nil {
+			add("message %s/%s: in the read model (deleted=%v) but not in Slack, and not marked missing", mm.Channel, mm.TS, mm.Deleted)
+		}
+	}
+
+	truthUser := map[string]rm.UserLine{}
+	for _, u := range truth.Users {
+		truthUser[u.ID] = u
+	}
+	for _, mu := range model.Users {
+		tu, ok := truthUser[mu.ID]
+		if !ok {
+			if mu.LookupError == "" {
+				add("user %s: in the read model but unknown to Slack", mu.ID)
+			}
+			continue
+		}
+		r.Users++
+		if mu.DisplayName != tu.DisplayName || mu.RealName != tu.RealName || mu.Deleted != tu.Deleted || mu.Label != tu.Label {
+			add("user %s: model %q/%q deleted=%v, truth %q/%q deleted=%v", mu.ID, mu.DisplayName, mu.RealName, mu.Deleted, tu.DisplayName, tu.RealName, tu.Deleted)
+		}
+	}
+	slices.Sort(r.Differences)
+	return r
+}
