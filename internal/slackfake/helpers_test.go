@@ -76,7 +76,6 @@ func post(t *testing.T, s *Server, channel string, n int) []readmodel.TS {
 	return out
 }
 
-
 // slackErr returns the Slack error code of err ("" if err is not a SlackErrorResponse).
 func slackErr(err error) slack.SlackErrorResponse {
 	var e slack.SlackErrorResponse
