@@ -1,0 +1,144 @@
+// Package readfixture builds, for tests of the read side (status, show, the HTTP
+// API), a real bbolt read model filled by a real tick of the Poller against the fake
+// Slack (internal/slackfake through internal/slackapi). Test code only.
+package readfixture
+
+import (
+	"context"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	boltstore "github.com/slackpoll/slackpoll/internal/bolt"
+	rm "github.com/slackpoll/slackpoll/internal/readmodel"
+	"github.com/slackpoll/slackpoll/internal/slackapi"
+	"github.com/slackpoll/slackpoll/internal/slackfake"
+)
+
+// T0 is the fake workspace's clock: every ts the fake hands out is at or after it.
+var T0 = time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+
+// Conversations of the workspace.
+const (
+	General  = "C0GENERAL" // public, the bot is a member: status ok
+	Outside  = "C0OUTSIDE" // public, the bot is not a member: not_in_channel
+	Secret   = "G0SECRET0" // private, the token lacks groups:history: missing_scope
+	Record   = "ticket-42" // record key tracked on Parent
+	Interval = time.Minute // tick.interval the fixture's poller uses
+)
+
+// Users of the workspace: Avery has a display name, Bee only a real name.
+const (
+	Avery = "U0AVERY00"
+	Bee   = "U0BEE0000"
+)
+
+// NeverPolled is a ts tracked in General after the tick, so never read.
+const NeverPolled rm.TS = "1700000000.000100"
+
+// Options are optional hooks wired into the Slack client and the poller.
+type Options struct {
+	OnCall func(method, outcome string, waited time.Duration)
+	OnTick func(rm.TickSummary)
+}
+
+// Fixture is the polled read model and the handles tests need.
+type Fixture struct {
+	Store  *boltstore.Store
+	Path   string
+	Poller *rm.Poller
+	Fake   *slackfake.Server
+	// Configured is the poller's conversation list.
+	Configured []string
+	// Summary is the tick's summary.
+	Summary rm.TickSummary
+	// In General: Parent (by Avery, edited, reactions by Avery and Bee, record
+	// Record) with one Reply (by Bee, edited); Plain (by Bee); Own (the token's bot).
+	Parent, Reply, Plain, Own rm.TS
+	// Clock is the time the fixture reads as now; tests may move it.
+	Clock *Clock
+}
+
+// Clock is a settable clock safe for concurrent use.
+type Clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+// Now returns the clock's time.
+func (c *Clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+
+// Advance moves the clock forward by d.
+func (c *Clock) Advance(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
+
+// New builds the workspace, runs one tick into a new store in t.TempDir, tracks
+// NeverPolled and attaches Record to Parent. The store is closed when the test ends.
+func New(t testing.TB, opts Options) *Fixture {
+	t.Helper()
+	clock := &Clock{t: T0}
+	fake := slackfake.New(slackfake.Options{Now: clock.Now})
+	f := &Fixture{Fake: fake, Clock: clock, Configured: []string{General, Outside, Secret}}
+	must(t, fake.AddUser(slackfake.User{ID: Avery, DisplayName: "avery", RealName: "Avery Example"}))
+	must(t, fake.AddUser(slackfake.User{ID: Bee, RealName: "Bee Example"}))
+	must(t, fake.AddConversation(slackfake.PublicChannel(General, "general")))
+	out := slackfake.PublicChannel(Outside, "outside")
+	out.BotMember = false
+	must(t, fake.AddConversation(out))
+	must(t, fake.AddConversation(slackfake.PrivateChannel(Secret, "secret")))
+	fake.RevokeScope("groups:history")
+
+	f.Parent = mustTS(t)(fake.Post(General, Avery, "Deploy finished"))
+	f.Reply = mustTS(t)(fake.Reply(General, f.Parent, Bee, "thanks"))
+	must(t, fake.Edit(General, f.Reply, "thanks!"))
+	must(t, fake.Edit(General, f.Parent, "Deploy finished (v2)"))
+	must(t, fake.React(General, f.Parent, Avery, "white_check_mark"))
+	must(t, fake.React(General, f.Parent, Bee, "white_check_mark"))
+	f.Plain = mustTS(t)(fake.Post(General, Bee, "lunch?"))
+	f.Own = mustTS(t)(fake.PostAsAppBot(General, fake.BotID(), "I am the bot"))
+	clock.Advance(time.Second)
+
+	f.Path = filepath.Join(t.TempDir(), "slackpoll.db")
+	store, err := boltstore.Open(f.Path, boltstore.Options{NoSync: true})
+	must(t, err)
+	f.Store = store
+	t.Cleanup(func() { _ = store.Close() })
+
+	rates := map[string]float64{}
+	for _, m := range slackapi.Methods {
+		rates[m] = 600_000 // 100 µs apart: pacing is not under test here
+	}
+	src, err := slackapi.New(slackapi.Options{
+		Token: fake.Token(), APIURL: "http://slack.fake/api/", HTTPClient: fake.Client(),
+		Rates: rates, OnCall: opts.OnCall,
+	})
+	must(t, err)
+	p := rm.NewPoller(store, src, rm.PollerConfig{
+		Conversations: f.Configured,
+		Budget:        rm.Budget{HistoryPages: 8, RepliesCalls: 12, UsersInfoCalls: 20, TailFetches: 25},
+		Interval:      Interval,
+		Now:           clock.Now,
+		OnTick:        opts.OnTick,
+	})
+	f.Poller = p
+	f.Summary, err = p.Tick(context.Background())
+	must(t, err)
+	must(t, rm.Track(store, General, NeverPolled, ""))
+	must(t, rm.Track(store, General, f.Parent, Record))
+	return f
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustTS(t testing.TB) func(rm.TS, error) rm.TS {
+	return func(ts rm.TS, err error) rm.TS {
+		t.Helper()
+		must(t, err)
+		return ts
+	}
+}

@@ -1,0 +1,257 @@
+// Package status computes slackpoll's status report — coverage, staleness,
+// per-conversation state and the last tick — from one read transaction of the read
+// model. The CLI (`slackpoll status`) and the HTTP API (GET /v1/status) share it, so
+// both say the same thing; the CLI prints it as a table (WriteText) or as JSON.
+package status
+
+import (
+	"slices"
+	"time"
+
+	rm "github.com/slackpoll/slackpoll/internal/readmodel"
+)
+
+// Report is the status of a read model at GeneratedAt. Durations are in seconds
+// (float) so that the JSON is readable by any program; times are RFC 3339 UTC, null
+// when not known.
+type Report struct {
+	GeneratedAt time.Time `json:"generated_at"`
+	// DaemonRunning is true when the report comes from the running daemon (GET
+	// /v1/status); a report read from the store file is of a store no daemon holds,
+	// so no tick is scheduled.
+	DaemonRunning bool `json:"daemon_running"`
+	// IntervalSeconds is tick.interval.
+	IntervalSeconds float64        `json:"interval_seconds"`
+	Conversations   []Conversation `json:"conversations"`
+	Coverage        Coverage       `json:"coverage"`
+	// LastTick is the summary of the last finished tick; nil before the first one.
+	LastTick *Tick `json:"last_tick"`
+	// NextTickAt is when the next tick starts: the last tick's start plus the interval,
+	// or its end when it overran. nil when no daemon runs or no tick has run yet.
+	NextTickAt *time.Time `json:"next_tick_at"`
+}
+
+// Conversation is one conversation's state: its export fields (design.md §6), the
+// last per-conversation error, and its stored totals.
+type Conversation struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	Type string `json:"type"`
+	// Status is pending, ok, not_in_channel, missing_scope, channel_not_found,
+	// archived or error.
+	Status string `json:"status"`
+	// NeededScope is the OAuth scope to add to the app when Status is missing_scope.
+	NeededScope string     `json:"needed_scope"`
+	Error       string     `json:"error"`
+	Discovered  bool       `json:"discovered"`
+	LastSweptAt *time.Time `json:"last_swept_at"`
+	// Messages counts stored message records (replies included), Threads the thread
+	// parents with a stored reply set, Tracked the messages in the tail rotation.
+	Messages int `json:"messages"`
+	Threads  int `json:"threads"`
+	Tracked  int `json:"tracked"`
+}
+
+// Coverage says how fresh the read model is.
+type Coverage struct {
+	// Tracked is the number of messages in the tail rotation, NeverPolled those of them
+	// added by track and not read yet.
+	Tracked     int `json:"tracked"`
+	NeverPolled int `json:"never_polled"`
+	// OldestPolledAt is the oldest last_polled_at of a tracked message that was read at
+	// least once; OldestPolledAgeSeconds its age at GeneratedAt. null when none was read.
+	OldestPolledAt         *time.Time `json:"oldest_last_polled_at"`
+	OldestPolledAgeSeconds *float64   `json:"oldest_last_polled_age_seconds"`
+	// RotationPeriodSeconds is the time the tail rotation needs to re-read every
+	// tracked message: tracked / tail reads per tick × max(interval, tick duration).
+	// WorstCaseStalenessSeconds adds one interval: an edit or reaction the bulk window
+	// and the reply watermarks cannot see is in the model within that time. Both null
+	// when the last tick does not tell (no tick yet, or no tail read while some tracked
+	// message was not read in it).
+	RotationPeriodSeconds     *float64 `json:"rotation_period_seconds"`
+	WorstCaseStalenessSeconds *float64 `json:"worst_case_staleness_seconds"`
+}
+
+// Tick is the last tick's summary.
+type Tick struct {
+	Started         time.Time `json:"started"`
+	Finished        time.Time `json:"finished"`
+	DurationSeconds float64   `json:"duration_seconds"`
+	// Calls counts the Slack calls started, by method.
+	Calls map[string]int `json:"calls"`
+	// StopReason is complete, budget:<cap>, deadline, shutdown or error.
+	StopReason      string   `json:"stop_reason"`
+	MessagesWritten int      `json:"messages_written"`
+	ThreadsWritten  int      `json:"threads_written"`
+	TailRead        int      `json:"tail_read"`
+	UsersResolved   int      `json:"users_resolved"`
+	Errors          []string `json:"errors"`
+}
+
+// Input is what the report needs besides the store.
+type Input struct {
+	// Configured are the configured conversation IDs; those not stored yet are listed
+	// as pending.
+	Configured []string
+	// Interval is tick.interval.
+	Interval time.Duration
+	// Now is the time of the report.
+	Now time.Time
+	// DaemonRunning: see Report.DaemonRunning.
+	DaemonRunning bool
+}
+
+// Build computes the report from one read transaction. Errors are storage errors.
+func Build(tx rm.Tx, in Input) (Report, error) {
+	r := Report{
+		GeneratedAt:     in.Now.UTC(),
+		DaemonRunning:   in.DaemonRunning,
+		IntervalSeconds: in.Interval.Seconds(),
+		Conversations:   []Conversation{},
+	}
+	if err := r.addConversations(tx, in.Configured); err != nil {
+		return Report{}, err
+	}
+	if err := r.addCoverage(tx); err != nil {
+		return Report{}, err
+	}
+	sum, ok, err := tx.LastTick()
+	if err != nil {
+		return Report{}, err
+	}
+	if ok {
+		r.addTick(sum, in.Interval)
+	}
+	return r, nil
+}
+
+func (r *Report) addConversations(tx rm.Tx, configured []string) error {
+	stored := map[string]bool{}
+	err := tx.Conversations(func(c rm.Conversation) error {
+		stored[c.ID] = true
+		r.Conversations = append(r.Conversations, Conversation{
+			ID: c.ID, Name: c.Name, Type: c.Type, Status: orPending(c.Status),
+			NeededScope: c.NeededScope, Error: c.ErrorDetail, Discovered: c.Discovered,
+			LastSweptAt: utc(c.LastSweptAt),
+		})
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, id := range configured {
+		if !stored[id] {
+			stored[id] = true
+			r.Conversations = append(r.Conversations, Conversation{ID: id, Status: rm.StatusPending})
+		}
+	}
+	slices.SortFunc(r.Conversations, func(a, b Conversation) int {
+		switch {
+		case a.ID < b.ID:
+			return -1
+		case a.ID > b.ID:
+			return 1
+		}
+		return 0
+	})
+	for i := range r.Conversations {
+		c := &r.Conversations[i]
+		n, err := tx.Counts(c.ID)
+		if err != nil {
+			return err
+		}
+		c.Messages, c.Threads, c.Tracked = n.Messages, n.Threads, n.Tracked
+		r.Coverage.Tracked += n.Tracked
+	}
+	return nil
+}
+
+// addCoverage reads the head of the tail index: never-polled entries sort first, so
+// skipping them leads to the oldest last_polled_at, and the skips count them. The cost
+// is the number of never-polled entries, not the store size.
+func (r *Report) addCoverage(tx rm.Tx) error {
+	never := 0
+	oldest, err := tx.TailOldest(1, func(e rm.TailEntry) bool {
+		if e.LastPolledAt == nil {
+			never++
+			return true
+		}
+		return false
+	})
+	if err != nil {
+		return err
+	}
+	r.Coverage.NeverPolled = never
+	if len(oldest) == 1 {
+		at := oldest[0].LastPolledAt.UTC()
+		r.Coverage.OldestPolledAt = &at
+		r.Coverage.OldestPolledAgeSeconds = seconds(max(r.GeneratedAt.Sub(at), 0))
+	}
+	return nil
+}
+
+func (r *Report) addTick(s rm.TickSummary, interval time.Duration) {
+	dur := s.Finished.Sub(s.Started)
+	calls := s.Calls
+	if calls == nil {
+		calls = map[string]int{}
+	}
+	errs := s.Errors
+	if errs == nil {
+		errs = []string{}
+	}
+	r.LastTick = &Tick{
+		Started: s.Started.UTC(), Finished: s.Finished.UTC(), DurationSeconds: dur.Seconds(),
+		Calls: calls, StopReason: s.StopReason,
+		MessagesWritten: s.MessagesWritten, ThreadsWritten: s.ThreadsWritten,
+		TailRead: s.TailRead, UsersResolved: s.UsersResolved, Errors: errs,
+	}
+	if r.DaemonRunning {
+		next := s.Started.Add(interval)
+		if s.Finished.After(next) {
+			next = s.Finished // Poller.Run starts the next tick at once after an overrun
+		}
+		next = next.UTC()
+		r.NextTickAt = &next
+	}
+	if rot, ok := r.rotation(s, interval); ok {
+		r.Coverage.RotationPeriodSeconds = seconds(rot)
+		r.Coverage.WorstCaseStalenessSeconds = seconds(rot + interval)
+	}
+}
+
+// rotation returns the rotation period, when the last tick tells it: its own estimate
+// when it read from the tail; one tick period when every tracked message was read in
+// it (the bulk window covered them all, so the tail had nothing to do); 0 with nothing
+// tracked.
+func (r *Report) rotation(s rm.TickSummary, interval time.Duration) (time.Duration, bool) {
+	switch {
+	case s.RotationPeriod > 0:
+		return s.RotationPeriod, true
+	case r.Coverage.Tracked == 0:
+		return 0, true
+	case r.Coverage.NeverPolled == 0 && r.Coverage.OldestPolledAt != nil && !r.Coverage.OldestPolledAt.Before(s.Started):
+		return max(interval, s.Finished.Sub(s.Started)), true
+	}
+	return 0, false
+}
+
+func orPending(status string) string {
+	if status == "" {
+		return rm.StatusPending
+	}
+	return status
+}
+
+func utc(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+func seconds(d time.Duration) *float64 {
+	s := d.Seconds()
+	return &s
+}

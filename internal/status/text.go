@@ -1,0 +1,147 @@
+package status
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	rm "github.com/slackpoll/slackpoll/internal/readmodel"
+)
+
+// WriteText prints r as a compact human table: one row per conversation, then
+// coverage, staleness, the last tick and the next one. Ages are relative to
+// r.GeneratedAt, so the output depends on r only.
+func (r *Report) WriteText(w io.Writer) error {
+	p := &printer{w: w}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "CONVERSATION\tNAME\tTYPE\tSTATUS\tMESSAGES\tTHREADS\tTRACKED\tLAST SWEPT")
+	for _, c := range r.Conversations {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\n", c.ID, dash(c.Name), dash(c.Type),
+			c.statusText(), c.Messages, c.Threads, c.Tracked, r.ago(c.LastSweptAt))
+	}
+	if len(r.Conversations) == 0 {
+		fmt.Fprintln(tw, "(none: set conversations or discover: member in the config)")
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	p.line("")
+	cv := r.Coverage
+	p.line("tracked: %d messages (%d never polled); oldest last_polled_at: %s", cv.Tracked, cv.NeverPolled, r.timeAgo(cv.OldestPolledAt))
+	if cv.RotationPeriodSeconds != nil {
+		p.line("rotation period: %s; worst-case staleness: %s (rotation + one %s interval)",
+			dur(*cv.RotationPeriodSeconds), dur(*cv.WorstCaseStalenessSeconds), dur(r.IntervalSeconds))
+	} else {
+		p.line("rotation period: unknown until a tick reads from the tail; interval %s", dur(r.IntervalSeconds))
+	}
+	r.writeTick(p)
+	return p.err
+}
+
+func (r *Report) writeTick(p *printer) {
+	t := r.LastTick
+	if t == nil {
+		p.line("last tick: none yet")
+	} else {
+		p.line("last tick: %s (%s), took %s, stopped: %s", stamp(t.Started), r.ago(&t.Started), dur(t.DurationSeconds), t.StopReason)
+		p.line("  calls: %s", callsText(t.Calls))
+		p.line("  written: %d messages, %d threads; tail reads: %d; users resolved: %d",
+			t.MessagesWritten, t.ThreadsWritten, t.TailRead, t.UsersResolved)
+		for _, e := range t.Errors {
+			p.line("  error: %s", e)
+		}
+	}
+	switch {
+	case !r.DaemonRunning:
+		p.line("next tick: none scheduled (no daemon holds the store)")
+	case r.NextTickAt == nil:
+		p.line("next tick: when the first one ends")
+	case !r.NextTickAt.After(r.GeneratedAt):
+		p.line("next tick: %s (now)", stamp(*r.NextTickAt))
+	default:
+		p.line("next tick: %s (in %s)", stamp(*r.NextTickAt), r.NextTickAt.Sub(r.GeneratedAt).Round(time.Second))
+	}
+}
+
+// statusText adds to a problem status what to do about it, which the bare code
+// does not say.
+func (c *Conversation) statusText() string {
+	switch {
+	case c.NeededScope != "":
+		return fmt.Sprintf("%s (add scope %s)", c.Status, c.NeededScope)
+	case c.Status == rm.StatusNotInChannel:
+		return c.Status + " (invite the bot)"
+	case c.Status == rm.StatusChannelNotFound:
+		return c.Status + " (wrong id, or private and the bot is not in it)"
+	case c.Status == rm.StatusError && c.Error != "":
+		return fmt.Sprintf("%s (%s)", c.Status, c.Error)
+	}
+	return c.Status
+}
+
+func callsText(calls map[string]int) string {
+	if len(calls) == 0 {
+		return "none"
+	}
+	names := make([]string, 0, len(calls))
+	for m := range calls {
+		names = append(names, m)
+	}
+	slices.Sort(names)
+	parts := make([]string, len(names))
+	for i, m := range names {
+		parts[i] = fmt.Sprintf("%s %d", m, calls[m])
+	}
+	return strings.Join(parts, ", ")
+}
+
+// printer remembers the first write error so the text code stays linear.
+type printer struct {
+	w   io.Writer
+	err error
+}
+
+func (p *printer) line(format string, args ...any) {
+	if p.err == nil {
+		_, p.err = fmt.Fprintf(p.w, format+"\n", args...)
+	}
+}
+
+func (r *Report) ago(t *time.Time) string {
+	if t == nil {
+		return "never"
+	}
+	d := r.GeneratedAt.Sub(*t)
+	if d < 0 {
+		d = 0
+	}
+	return d.Round(time.Second).String() + " ago"
+}
+
+func (r *Report) timeAgo(t *time.Time) string {
+	if t == nil {
+		return "none"
+	}
+	return stamp(*t) + " (" + r.ago(t) + ")"
+}
+
+func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+// dur rounds to what a reader can use: milliseconds below a second, else seconds.
+func dur(sec float64) string {
+	d := time.Duration(sec * float64(time.Second))
+	if d < time.Second {
+		return d.Round(time.Millisecond).String()
+	}
+	return d.Round(time.Second).String()
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
