@@ -1,0 +1,101 @@
+package httpapi
+
+import (
+	"errors"
+	"net/http"
+	"slices"
+
+	rm "github.com/slackpoll/slackpoll/internal/readmodel"
+)
+
+// conversations answers GET /v1/conversations: every stored conversation and every
+// configured one not stored yet (status pending), by id, as conversation lines. The
+// list is short (one entry per conversation), so it is never paged.
+func (a *api) conversations(w http.ResponseWriter, r *http.Request) {
+	items := []rm.ConversationLine{}
+	err := a.store.View(func(tx rm.Tx) error {
+		stored := map[string]bool{}
+		err := tx.Conversations(func(c rm.Conversation) error {
+			stored[c.ID] = true
+			items = append(items, rm.NewConversationLine(&c))
+			return nil
+		})
+		for _, id := range a.configured {
+			if !stored[id] {
+				stored[id] = true
+				items = append(items, rm.NewConversationLine(&rm.Conversation{ID: id, Status: rm.StatusPending}))
+			}
+		}
+		return err
+	})
+	if err != nil {
+		a.internalError(w, r, err)
+		return
+	}
+	slices.SortFunc(items, func(x, y rm.ConversationLine) int {
+		switch {
+		case x.ID < y.ID:
+			return -1
+		case x.ID > y.ID:
+			return 1
+		}
+		return 0
+	})
+	writeJSON(w, http.StatusOK, list[rm.ConversationLine]{Items: items})
+}
+
+// errUnknownConversation is returned inside a View for a conversation the model
+// knows nothing about.
+var errUnknownConversation = errors.New("unknown conversation")
+
+// knownConversation reports whether id is stored, configured, or holds messages (a
+// message tracked in a conversation that was never polled).
+func (a *api) knownConversation(tx rm.Tx, id string) (bool, error) {
+	if slices.Contains(a.configured, id) {
+		return true, nil
+	}
+	if _, ok, err := tx.Conversation(id); err != nil || ok {
+		return ok, err
+	}
+	n, err := tx.Counts(id)
+	return n.Messages > 0, err
+}
+
+// message answers GET /v1/conversations/{id}/messages/{ts}: the message line of one
+// stored record. A thread reply comes back as its own line, without replies; its
+// thread_ts names the parent, whose line holds the whole thread.
+func (a *api) message(w http.ResponseWriter, r *http.Request) {
+	channel := r.PathValue("id")
+	ts, err := rm.ParseTS(r.PathValue("ts"))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	a.serveMessage(w, r, rm.Ref{Channel: channel, TS: ts})
+}
+
+// serveMessage writes the message line of ref, or 404.
+func (a *api) serveMessage(w http.ResponseWriter, r *http.Request, ref rm.Ref) {
+	line, ok, err := a.messageLine(ref)
+	switch {
+	case err != nil:
+		a.internalError(w, r, err)
+	case !ok:
+		writeError(w, http.StatusNotFound, "message %s %s is not in the read model (POST /v1/tracked to have it read on the next tick)", ref.Channel, ref.TS)
+	default:
+		writeJSON(w, http.StatusOK, line)
+	}
+}
+
+func (a *api) messageLine(ref rm.Ref) (line rm.MessageLine, ok bool, err error) {
+	err = a.store.View(func(tx rm.Tx) error {
+		m, found, err := tx.Message(ref.Channel, ref.TS)
+		if err != nil || !found {
+			return err
+		}
+		ok = true
+		line, err = rm.MessageLineOf(tx, &m)
+		return err
+	})
+	return line, ok, err
+}

@@ -1,0 +1,171 @@
+package httpapi
+
+import (
+	"errors"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	rm "github.com/slackpoll/slackpoll/internal/readmodel"
+)
+
+// Metrics are slackpoll's Prometheus metrics, in a registry of their own. The daemon
+// feeds them through two hooks — OnCall (slackapi.Options.OnCall) and OnTick
+// (readmodel.PollerConfig.OnTick) — and New serves them on /metrics together with
+// gauges read from the store at scrape time. All names start with slackpoll_:
+//
+//	slackpoll_slack_calls_total{method,outcome}            HTTP attempts to Slack; outcome ok, rate_limited, retry, canceled, transient, item, conversation, token
+//	slackpoll_slack_rate_limited_total{method}             HTTP 429 answers
+//	slackpoll_slack_retry_after_wait_seconds_total{method} seconds waited on Retry-After before repeating a rate-limited request
+//	slackpoll_slack_wait_seconds_total{method}             seconds waited before attempts: pacing, Retry-After and backoff
+//	slackpoll_ticks_total{stop_reason}                     finished ticks by stop reason (complete, budget:<cap>, deadline, shutdown, error)
+//	slackpoll_tick_duration_seconds                        histogram of tick durations
+//	slackpoll_tick_skipped_items_total                     per-item and per-conversation errors skipped by ticks
+//	slackpoll_messages_written_total                       message records written
+//	slackpoll_threads_synced_total                         threads whose whole reply set was written
+//	slackpoll_tail_reads_total                             tail-rotation reads
+//	slackpoll_last_tick_end_timestamp_seconds              Unix time the last tick ended
+//	slackpoll_tracked_items                                messages in the tail rotation (scrape time)
+//	slackpoll_never_polled_items                           tracked messages not read yet (scrape time)
+//	slackpoll_oldest_last_polled_age_seconds               age of the oldest last_polled_at (absent when none was read)
+//	slackpoll_rotation_period_seconds                      time to re-read every tracked message (absent when unknown)
+//	slackpoll_conversations{status}                        conversations by status (pending, ok, missing_scope, ...)
+//
+// plus the Go runtime and process collectors. Its methods are safe for concurrent use.
+type Metrics struct {
+	reg *prometheus.Registry
+
+	calls       *prometheus.CounterVec
+	rateLimited *prometheus.CounterVec
+	retryWait   *prometheus.CounterVec
+	wait        *prometheus.CounterVec
+	ticks       *prometheus.CounterVec
+	tickDur     prometheus.Histogram
+	skipped     prometheus.Counter
+	written     prometheus.Counter
+	threads     prometheus.Counter
+	tailReads   prometheus.Counter
+	lastTickEnd prometheus.Gauge
+
+	mu sync.Mutex
+	// after429 marks methods whose last attempt was rate limited: the next attempt's
+	// wait is the Retry-After wait.
+	after429 map[string]bool
+	// token is what the last answered Slack call said about the token.
+	token tokenState
+	store *storeCollector
+}
+
+type tokenState int
+
+const (
+	tokenUnknown tokenState = iota
+	tokenAccepted
+	tokenRejected
+)
+
+// NewMetrics returns the metrics with every counter at zero.
+func NewMetrics() *Metrics {
+	m := &Metrics{reg: prometheus.NewRegistry(), after429: map[string]bool{}}
+	m.calls = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "slackpoll_slack_calls_total", Help: "HTTP attempts to the Slack Web API, by method and outcome.",
+	}, []string{"method", "outcome"})
+	m.rateLimited = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "slackpoll_slack_rate_limited_total", Help: "HTTP 429 answers from Slack, by method.",
+	}, []string{"method"})
+	m.retryWait = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "slackpoll_slack_retry_after_wait_seconds_total", Help: "Seconds waited on Retry-After before repeating a rate-limited request, by method.",
+	}, []string{"method"})
+	m.wait = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "slackpoll_slack_wait_seconds_total", Help: "Seconds waited before Slack attempts (pacing, Retry-After, backoff), by method.",
+	}, []string{"method"})
+	m.ticks = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "slackpoll_ticks_total", Help: "Finished ticks, by stop reason.",
+	}, []string{"stop_reason"})
+	m.tickDur = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "slackpoll_tick_duration_seconds", Help: "Duration of ticks in seconds.",
+		Buckets: []float64{0.5, 1, 5, 15, 30, 60, 120, 240, 480},
+	})
+	m.skipped = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "slackpoll_tick_skipped_items_total", Help: "Per-item and per-conversation errors skipped by ticks.",
+	})
+	m.written = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "slackpoll_messages_written_total", Help: "Message records written to the read model.",
+	})
+	m.threads = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "slackpoll_threads_synced_total", Help: "Threads whose whole reply set was written.",
+	})
+	m.tailReads = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "slackpoll_tail_reads_total", Help: "Tail-rotation reads of tracked messages.",
+	})
+	m.lastTickEnd = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "slackpoll_last_tick_end_timestamp_seconds", Help: "Unix time the last tick ended.",
+	})
+	m.store = &storeCollector{}
+	m.reg.MustRegister(m.calls, m.rateLimited, m.retryWait, m.wait, m.ticks, m.tickDur,
+		m.skipped, m.written, m.threads, m.tailReads, m.lastTickEnd, m.store,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// OnCall records one HTTP attempt to Slack; it has the signature of
+// slackapi.Options.OnCall. waited is the time spent before the attempt.
+func (m *Metrics) OnCall(method, outcome string, waited time.Duration) {
+	m.calls.WithLabelValues(method, outcome).Inc()
+	m.wait.WithLabelValues(method).Add(waited.Seconds())
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.after429[method] {
+		// The client repeats a rate-limited request after Retry-After: the wait
+		// before this attempt is that Retry-After.
+		m.retryWait.WithLabelValues(method).Add(waited.Seconds())
+		m.after429[method] = false
+	}
+	switch outcome {
+	case "rate_limited":
+		m.rateLimited.WithLabelValues(method).Inc()
+		m.after429[method] = true
+	case "ok":
+		m.token = tokenAccepted
+	case "token":
+		m.token = tokenRejected
+	}
+}
+
+// OnTick records a finished tick; it has the signature of
+// readmodel.PollerConfig.OnTick.
+func (m *Metrics) OnTick(s rm.TickSummary) {
+	m.ticks.WithLabelValues(s.StopReason).Inc()
+	m.tickDur.Observe(s.Finished.Sub(s.Started).Seconds())
+	m.skipped.Add(float64(len(s.Errors)))
+	m.written.Add(float64(s.MessagesWritten))
+	m.threads.Add(float64(s.ThreadsWritten))
+	m.tailReads.Add(float64(s.TailRead))
+	m.lastTickEnd.Set(float64(s.Finished.UnixNano()) / 1e9)
+}
+
+// Ready reports whether Slack has accepted the token: nil once a Slack call was
+// answered successfully, an error before any was, or after Slack rejected the token
+// (invalid_auth, token_revoked, ...). It fits Options.Ready.
+func (m *Metrics) Ready() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	switch m.token {
+	case tokenAccepted:
+		return nil
+	case tokenRejected:
+		return errors.New("slack rejected the token")
+	}
+	return errors.New("no Slack call has been answered yet")
+}
+
+// Registry returns the registry, to add collectors of the caller's.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+func (m *Metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}

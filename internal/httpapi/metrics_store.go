@@ -1,0 +1,83 @@
+package httpapi
+
+import (
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	rm "github.com/slackpoll/slackpoll/internal/readmodel"
+	"github.com/slackpoll/slackpoll/internal/status"
+)
+
+var (
+	descTracked = prometheus.NewDesc("slackpoll_tracked_items",
+		"Messages in the tail rotation.", nil, nil)
+	descNeverPolled = prometheus.NewDesc("slackpoll_never_polled_items",
+		"Tracked messages not read yet.", nil, nil)
+	descOldestAge = prometheus.NewDesc("slackpoll_oldest_last_polled_age_seconds",
+		"Age in seconds of the oldest last_polled_at of a tracked message.", nil, nil)
+	descRotation = prometheus.NewDesc("slackpoll_rotation_period_seconds",
+		"Seconds the tail rotation needs to re-read every tracked message (worst-case staleness minus one interval).", nil, nil)
+	descConversations = prometheus.NewDesc("slackpoll_conversations",
+		"Conversations by status.", []string{"status"}, nil)
+)
+
+// storeCollector reads the gauges that describe the store from the status report at
+// scrape time, so they stay current between ticks (track adds items, ages grow).
+type storeCollector struct {
+	mu    sync.Mutex
+	input func() status.Input
+	store rm.Store
+}
+
+// watch points the store gauges at store; New calls it.
+func (m *Metrics) watch(input func() status.Input, store rm.Store) {
+	m.store.mu.Lock()
+	defer m.store.mu.Unlock()
+	m.store.input, m.store.store = input, store
+}
+
+func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descTracked, descNeverPolled, descOldestAge, descRotation, descConversations} {
+		ch <- d
+	}
+}
+
+func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	input, store := c.input, c.store
+	c.mu.Unlock()
+	if store == nil {
+		return
+	}
+	var r status.Report
+	err := store.View(func(tx rm.Tx) error {
+		var err error
+		r, err = status.Build(tx, input())
+		return err
+	})
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(descTracked, err)
+		return
+	}
+	cv := r.Coverage
+	ch <- prometheus.MustNewConstMetric(descTracked, prometheus.GaugeValue, float64(cv.Tracked))
+	ch <- prometheus.MustNewConstMetric(descNeverPolled, prometheus.GaugeValue, float64(cv.NeverPolled))
+	if cv.OldestPolledAgeSeconds != nil {
+		ch <- prometheus.MustNewConstMetric(descOldestAge, prometheus.GaugeValue, *cv.OldestPolledAgeSeconds)
+	}
+	if cv.RotationPeriodSeconds != nil {
+		ch <- prometheus.MustNewConstMetric(descRotation, prometheus.GaugeValue, *cv.RotationPeriodSeconds)
+	}
+	byStatus := map[string]int{}
+	for _, s := range []string{rm.StatusPending, rm.StatusOK, rm.StatusNotInChannel, rm.StatusMissingScope,
+		rm.StatusChannelNotFound, rm.StatusArchived, rm.StatusError} {
+		byStatus[s] = 0 // every status is exported, so an alert on > 0 sees 0, not absence
+	}
+	for _, c := range r.Conversations {
+		byStatus[c.Status]++
+	}
+	for s, n := range byStatus {
+		ch <- prometheus.MustNewConstMetric(descConversations, prometheus.GaugeValue, float64(n), s)
+	}
+}

@@ -1,0 +1,95 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	rm "github.com/slackpoll/slackpoll/internal/readmodel"
+)
+
+// record answers GET /v1/records/{key}: the message line the record key is attached
+// to (by POST /v1/tracked or `slackpoll track --record`).
+func (a *api) record(w http.ResponseWriter, r *http.Request) {
+	key := r.PathValue("key")
+	var ref rm.Ref
+	var found bool
+	err := a.store.View(func(tx rm.Tx) error {
+		var err error
+		ref, found, err = tx.Record(key)
+		return err
+	})
+	switch {
+	case err != nil:
+		a.internalError(w, r, err)
+	case !found:
+		writeError(w, http.StatusNotFound, "no message is tracked as record %q", key)
+	default:
+		a.serveMessage(w, r, ref)
+	}
+}
+
+// user answers GET /v1/users/{id}: the user line of a looked-up user, for clients
+// that show reaction users by name (message lines carry their IDs).
+func (a *api) user(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	var u rm.User
+	var found bool
+	err := a.store.View(func(tx rm.Tx) error {
+		var err error
+		u, found, err = tx.User(id)
+		return err
+	})
+	switch {
+	case err != nil:
+		a.internalError(w, r, err)
+	case !found:
+		writeError(w, http.StatusNotFound, "user %s has not been looked up", id)
+	default:
+		writeJSON(w, http.StatusOK, rm.NewUserLine(&u))
+	}
+}
+
+// TrackRequest is the body of POST /v1/tracked.
+type TrackRequest struct {
+	Channel string `json:"channel"`
+	TS      string `json:"ts"`
+	// Record is an optional key of the caller's (e.g. "ticket-42").
+	Record string `json:"record"`
+}
+
+// maxBody bounds request bodies; a track request is a few dozen bytes.
+const maxBody = 64 << 10
+
+// track answers POST /v1/tracked: readmodel.Track (the record key and the tracking
+// entry in one transaction), then the message line — a placeholder with
+// last_polled_at null when the message has not been read yet. 400 for a bad body,
+// 409 when the message carries another record or the record another message.
+func (a *api) track(w http.ResponseWriter, r *http.Request) {
+	var req TrackRequest
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		writeError(w, http.StatusBadRequest, "body: want {\"channel\": \"C…\", \"ts\": \"1754467200.123456\", \"record\": \"optional\"}: %v", err)
+		return
+	}
+	if req.Channel == "" {
+		writeError(w, http.StatusBadRequest, "channel is empty")
+		return
+	}
+	ts, err := rm.ParseTS(req.TS)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "ts: %v", err)
+		return
+	}
+	err = rm.Track(a.store, req.Channel, ts, req.Record)
+	switch {
+	case errors.Is(err, rm.ErrRecordConflict):
+		writeError(w, http.StatusConflict, "%v", err)
+		return
+	case err != nil:
+		a.internalError(w, r, err)
+		return
+	}
+	a.serveMessage(w, r, rm.Ref{Channel: req.Channel, TS: ts})
+}

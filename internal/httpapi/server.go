@@ -1,0 +1,116 @@
+// Package httpapi is slackpoll's HTTP read API (design.md §4): the read model as
+// export lines (§6) over HTTP while the daemon holds the store, plus POST /v1/tracked,
+// the status report, /healthz, /readyz and Prometheus /metrics.
+//
+// Routes (Go 1.22 ServeMux patterns):
+//
+//	GET  /v1/conversations                        {"items": [conversation lines], "next_cursor": ""}
+//	GET  /v1/conversations/{id}/messages          ?oldest=&latest=&limit=&cursor= → {"items": [message lines], "next_cursor": "…"}
+//	GET  /v1/conversations/{id}/messages/{ts}     one message line (a reply: its own line, no replies)
+//	GET  /v1/records/{key}                        the message line a record key is attached to
+//	GET  /v1/users/{id}                           one user line (to resolve reaction users)
+//	POST /v1/tracked                              {"channel","ts","record"} → the message line
+//	GET  /v1/status                               the status report (internal/status.Report)
+//	GET  /healthz                                 200 while the process serves; no token needed
+//	GET  /readyz                                  200 when the store is open and Ready() is nil
+//	GET  /metrics                                 Prometheus text format, names slackpoll_*
+//
+// Errors are {"error": "…"} with a 4xx/5xx status: 400 bad parameter, 401 missing or
+// wrong bearer token, 404 unknown conversation, message, record, user or route, 405
+// wrong method, 409 record conflict, 500 store failure, 503 not ready.
+package httpapi
+
+import (
+	"io"
+	"log/slog"
+	"net/http"
+	"time"
+
+	rm "github.com/slackpoll/slackpoll/internal/readmodel"
+)
+
+// Options configure New. Store is required.
+type Options struct {
+	// Store is the read model; the API reads it in View transactions and writes only
+	// through readmodel.Track.
+	Store rm.Store
+	// Configured are the configured conversation IDs, listed as pending until stored.
+	Configured []string
+	// Interval is tick.interval, for the status report's staleness and next tick.
+	Interval time.Duration
+	// Token, if not "", is the bearer token every request but /healthz must send
+	// ("Authorization: Bearer <token>"). It is compared in constant time and never
+	// logged nor echoed.
+	Token string
+	// Ready reports whether the daemon can serve fresh data (Metrics.Ready: Slack
+	// accepted the token); nil means always. /readyz also checks the store.
+	Ready func() error
+	// Metrics receives the poller's and the Slack client's hooks and is served on
+	// /metrics; nil serves a fresh NewMetrics (store gauges only).
+	Metrics *Metrics
+	// Logger gets one debug line per request and the details of 500s; nil discards.
+	Logger *slog.Logger
+	// Now is the clock of the status report and the store gauges; nil is time.Now.
+	Now func() time.Time
+}
+
+// api holds the handlers' dependencies.
+type api struct {
+	store      rm.Store
+	configured []string
+	interval   time.Duration
+	ready      func() error
+	log        *slog.Logger
+	now        func() time.Time
+}
+
+// New returns the API's handler. It registers Options.Store with Options.Metrics for
+// the gauges read at scrape time (tracked items, oldest last_polled_at, ...).
+func New(opts Options) http.Handler {
+	a := &api{
+		store: opts.Store, configured: opts.Configured, interval: opts.Interval,
+		ready: opts.Ready, log: opts.Logger, now: opts.Now,
+	}
+	if a.log == nil {
+		a.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if a.now == nil {
+		a.now = time.Now
+	}
+	m := opts.Metrics
+	if m == nil {
+		m = NewMetrics()
+	}
+	m.watch(a.statusInput, a.store)
+
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/conversations", a.conversations)
+	mux.HandleFunc("GET /v1/conversations/{id}/messages", a.messages)
+	mux.HandleFunc("GET /v1/conversations/{id}/messages/{ts}", a.message)
+	mux.HandleFunc("GET /v1/records/{key}", a.record)
+	mux.HandleFunc("GET /v1/users/{id}", a.user)
+	mux.HandleFunc("POST /v1/tracked", a.track)
+	mux.HandleFunc("GET /v1/status", a.status)
+	mux.HandleFunc("GET /healthz", healthz)
+	mux.HandleFunc("GET /readyz", a.readyz)
+	mux.Handle("GET /metrics", m.handler())
+
+	var h http.Handler = mux
+	h = requireToken(opts.Token, h, "/healthz")
+	h = jsonErrors(h)
+	h = logRequests(a.log, h)
+	return h
+}
+
+// NewServer returns an http.Server for h on addr with timeouts that keep a slow or
+// idle client from holding a connection forever. Callers Serve it and Shutdown it.
+func NewServer(addr string, h http.Handler) *http.Server {
+	return &http.Server{
+		Addr:              addr,
+		Handler:           h,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+	}
+}
