@@ -32,7 +32,7 @@ func TestConversationsStatusAndCounts(t *testing.T) {
 	f := readfixture.New(t, readfixture.Options{})
 	r := build(t, f, false)
 	type row struct {
-		id, typ, status, scope string
+		id, typ, status, scope     string
 		messages, threads, tracked int
 	}
 	var got []row
