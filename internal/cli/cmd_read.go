@@ -5,26 +5,32 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/slackpoll/slackpoll/internal/httpapi"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 )
 
 // cmdExport is `slackpoll export`: the whole read model as JSON Lines on stdout
-// (design.md §6).
+// (design.md §6). It reads the store file only: the HTTP API has no export, so while
+// the daemon holds the store it fails at once, saying so.
 func cmdExport(ctx context.Context, c *cmdCtx) error {
 	cfg, err := c.loadConfig()
 	if err != nil {
 		return err
 	}
-	store, err := openStoreReadOnly(cfg)
+	r, err := openReader(cfg)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
-	return store.View(func(tx rm.Tx) error { return rm.Export(tx, c.env.Stdout, cfg.Conversations) })
+	defer r.Close()
+	if r.store == nil {
+		return fmt.Errorf("store %s is locked by another process (is \"slackpoll run\" running?): export reads the store file, so stop the daemon first, or page through the daemon's API (GET /v1/conversations/{id}/messages)", cfg.Store.Path)
+	}
+	return r.store.View(func(tx rm.Tx) error { return rm.Export(tx, c.env.Stdout, cfg.Conversations) })
 }
 
 // cmdTrack is `slackpoll track [--record KEY] CHANNEL TS`: adds the message to the
-// tracked set (created in the store if needed); the next tick reads it.
+// tracked set (created in the store if needed); the next tick reads it. While the
+// daemon holds the store, it asks the daemon's API (POST /v1/tracked).
 func cmdTrack(ctx context.Context, c *cmdCtx) error {
 	cfg, err := c.loadConfig()
 	if err != nil {
@@ -35,13 +41,20 @@ func cmdTrack(ctx context.Context, c *cmdCtx) error {
 	if err != nil {
 		return usageErr("track: %v", err)
 	}
-	store, err := openStore(cfg)
+	w, err := openWriter(cfg)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
-	if err := rm.Track(store, ch, ts, c.record); err != nil {
-		if errors.Is(err, rm.ErrRecordConflict) {
+	defer w.Close()
+	if w.api != nil {
+		var line rm.MessageLine
+		err = w.api.post("/v1/tracked", httpapi.TrackRequest{Channel: ch, TS: string(ts), Record: c.record}, &line)
+	} else {
+		err = rm.Track(w.store, ch, ts, c.record)
+	}
+	if err != nil {
+		var ae *apiError
+		if errors.Is(err, rm.ErrRecordConflict) || errors.As(err, &ae) {
 			return fmt.Errorf("track: %w", err)
 		}
 		return err

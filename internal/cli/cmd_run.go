@@ -8,6 +8,7 @@ import (
 
 	"github.com/slackpoll/slackpoll/config"
 	boltstore "github.com/slackpoll/slackpoll/internal/bolt"
+	"github.com/slackpoll/slackpoll/internal/httpapi"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 )
 
@@ -17,6 +18,8 @@ type daemon struct {
 	log    *slog.Logger
 	store  *boltstore.Store
 	poller *rm.Poller
+	// metrics receive the Slack client's and the poller's hooks; the read API serves them.
+	metrics *httpapi.Metrics
 }
 
 func (c *cmdCtx) startDaemon() (*daemon, error) {
@@ -32,12 +35,15 @@ func (c *cmdCtx) startDaemon() (*daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	src, err := newSource(cfg, store, log, nil, nil)
+	metrics := httpapi.NewMetrics()
+	src, err := newSource(cfg, store, log, nil, metrics.OnCall)
 	if err != nil {
 		store.Close()
 		return nil, &exitError{ExitUsage, err}
 	}
-	return &daemon{cfg: cfg, log: log, store: store, poller: rm.NewPoller(store, src, pollerConfig(cfg, log))}, nil
+	pc := pollerConfig(cfg, log)
+	pc.OnTick = metrics.OnTick
+	return &daemon{cfg: cfg, log: log, store: store, poller: rm.NewPoller(store, src, pc), metrics: metrics}, nil
 }
 
 // cmdRun is `slackpoll run`: tick at once, then every tick.interval, until the first
@@ -49,6 +55,11 @@ func cmdRun(ctx context.Context, c *cmdCtx) error {
 		return err
 	}
 	defer d.store.Close()
+	stopHTTP, err := d.serveHTTP()
+	if err != nil {
+		return err
+	}
+	defer stopHTTP() // before the store closes: requests in flight still read it
 	d.log.Info("slackpoll started", "store", d.cfg.Store.Path, "conversations", len(d.cfg.Conversations),
 		"discover", d.cfg.Discover, "interval", d.cfg.Tick.Interval, "rate_profile", d.cfg.Slack.RateProfile)
 	err = d.poller.Run(ctx)

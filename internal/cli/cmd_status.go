@@ -2,10 +2,163 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"net/url"
+	"time"
+
+	rm "github.com/slackpoll/slackpoll/internal/readmodel"
+	"github.com/slackpoll/slackpoll/internal/status"
 )
 
-// cmdStatus and cmdShow are written under issue 4.
-func cmdStatus(ctx context.Context, c *cmdCtx) error { return errors.New("status: not implemented yet") }
-func cmdShow(ctx context.Context, c *cmdCtx) error   { return errors.New("show: not implemented yet") }
-func cmdDemo(ctx context.Context, c *cmdCtx) error   { return errors.New("demo: not implemented yet") }
+// cmdStatus is `slackpoll status [--json]`: per conversation its type, status and
+// totals; coverage and worst-case staleness; the last tick and the next one. Read
+// from the store, or from the daemon's API while it holds the store.
+func cmdStatus(ctx context.Context, c *cmdCtx) error {
+	cfg, err := c.loadConfig()
+	if err != nil {
+		return err
+	}
+	r, err := openReader(cfg)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	var rep status.Report
+	var source string
+	if r.api != nil {
+		source = "the running daemon at " + r.api.base
+		err = r.api.get("/v1/status", &rep)
+	} else {
+		source = "store " + cfg.Store.Path + " (no daemon holds it)"
+		err = r.store.View(func(tx rm.Tx) error {
+			rep, err = status.Build(tx, status.Input{
+				Configured: cfg.Conversations, Interval: cfg.Tick.Interval.D(), Now: time.Now(),
+			})
+			return err
+		})
+	}
+	if err != nil {
+		return err
+	}
+	if c.jsonOut {
+		enc := json.NewEncoder(c.env.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	if _, err := fmt.Fprintf(c.env.Stdout, "status of %s at %s\n\n", source, rep.GeneratedAt.Format(time.RFC3339)); err != nil {
+		return err
+	}
+	return rep.WriteText(c.env.Stdout)
+}
+
+// cmdShow is `slackpoll show CHANNEL TS` or `show --record KEY`: one message with its
+// thread, reactions and authors by name, its record key and its polling state.
+func cmdShow(ctx context.Context, c *cmdCtx) error {
+	cfg, err := c.loadConfig()
+	if err != nil {
+		return err
+	}
+	var ref rm.Ref
+	if c.record == "" {
+		ts, err := rm.ParseTS(c.args[1])
+		if err != nil {
+			return usageErr("show: %v", err)
+		}
+		ref = rm.Ref{Channel: c.args[0], TS: ts}
+	}
+	r, err := openReader(cfg)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	var line rm.MessageLine
+	var labels map[string]string
+	if r.api != nil {
+		line, labels, err = showFromAPI(r.api, ref, c.record)
+	} else {
+		line, labels, err = showFromStore(r.store, ref, c.record)
+	}
+	if err != nil {
+		return err
+	}
+	if c.jsonOut {
+		enc := json.NewEncoder(c.env.Stdout)
+		enc.SetEscapeHTML(false)
+		return enc.Encode(line)
+	}
+	return writeShow(c.env.Stdout, &line, labels)
+}
+
+// errNoMessage says what to do about a message the model does not hold.
+func errNoMessage(ref rm.Ref) error {
+	return fmt.Errorf("message %s %s is not in the read model: track it with `slackpoll track %s %s`, it is read on the next tick",
+		ref.Channel, ref.TS, ref.Channel, ref.TS)
+}
+
+func errNoRecord(key string) error {
+	return fmt.Errorf("no message is tracked as record %q: attach one with `slackpoll track --record %s CHANNEL TS`", key, key)
+}
+
+// showFromStore reads the message line and the labels of every user it names.
+func showFromStore(s rm.Store, ref rm.Ref, record string) (line rm.MessageLine, labels map[string]string, err error) {
+	err = s.View(func(tx rm.Tx) error {
+		if record != "" {
+			var ok bool
+			if ref, ok, err = tx.Record(record); err != nil {
+				return err
+			} else if !ok {
+				return errNoRecord(record)
+			}
+		}
+		m, ok, err := tx.Message(ref.Channel, ref.TS)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return errNoMessage(ref)
+		}
+		if line, err = rm.MessageLineOf(tx, &m); err != nil {
+			return err
+		}
+		label := rm.TxLabeler(tx)
+		labels = map[string]string{}
+		for _, id := range usersOf(&line) {
+			labels[id] = label(id)
+		}
+		return nil
+	})
+	return line, labels, err
+}
+
+// showFromAPI asks the daemon for the message line, then for each user it names
+// (GET /v1/users/{id}); a user never looked up keeps its ID.
+func showFromAPI(api *apiClient, ref rm.Ref, record string) (rm.MessageLine, map[string]string, error) {
+	var line rm.MessageLine
+	path := "/v1/conversations/" + url.PathEscape(ref.Channel) + "/messages/" + url.PathEscape(string(ref.TS))
+	if record != "" {
+		path = "/v1/records/" + url.PathEscape(record)
+	}
+	if err := api.get(path, &line); err != nil {
+		switch {
+		case errors.Is(err, errAPINotFound) && record != "":
+			return line, nil, errNoRecord(record)
+		case errors.Is(err, errAPINotFound):
+			return line, nil, errNoMessage(ref)
+		}
+		return line, nil, err
+	}
+	labels := map[string]string{}
+	for _, id := range usersOf(&line) {
+		var u rm.UserLine
+		err := api.get("/v1/users/"+url.PathEscape(id), &u)
+		switch {
+		case err == nil:
+			labels[id] = u.Label
+		case !errors.Is(err, errAPINotFound):
+			return line, nil, err
+		}
+	}
+	return line, labels, nil
+}

@@ -1,0 +1,128 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slackpoll/slackpoll/internal/slackfake"
+	"github.com/slackpoll/slackpoll/internal/status"
+)
+
+// freeAddr returns a loopback address no one listens on right now.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// waitFor polls fn until it reports true; the test's own timeout bounds it.
+func waitFor(t *testing.T, what string, fn func() bool) {
+	t.Helper()
+	for !fn() {
+		if t.Context().Err() != nil {
+			t.Fatalf("gave up waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func get(url, token string) (int, []byte) {
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, nil
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+// TestRunServesTheReadAPI runs `slackpoll run` against the fake Slack with http.listen
+// set: while it holds the store, `slackpoll status` answers through its API; its
+// metrics count the tick; on cancel (SIGTERM) the API stops and run exits 0.
+func TestRunServesTheReadAPI(t *testing.T) {
+	fake := slackfake.New(slackfake.Options{})
+	if err := fake.AddConversation(slackfake.PublicChannel("C0GENERAL", "general")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fake.Post("C0GENERAL", fake.BotUserID(), "hello"); err != nil {
+		t.Fatal(err)
+	}
+	slack := httptest.NewServer(fake)
+	defer slack.Close()
+
+	addr := freeAddr(t)
+	base := "http://" + addr
+	cfg := writeConfig(t, cfgOpts{
+		store: filepath.Join(t.TempDir(), "slackpoll.db"), convs: []string{"C0GENERAL"},
+		listen: addr, token: "api-tok", apiURL: slack.URL + "/api/", slack: fake.Token(),
+		extra: "tick:\n  interval: 1h\n",
+	})
+
+	ctx, cancel := context.WithCancel(t.Context())
+	type result struct {
+		code   int
+		stderr string
+	}
+	done := make(chan result, 1)
+	go func() {
+		code, _, errOut := runCLI(ctx, "run", "--config", cfg)
+		done <- result{code, errOut}
+	}()
+
+	waitFor(t, "the first tick", func() bool {
+		code, b := get(base+"/v1/status", "api-tok")
+		var r status.Report
+		return code == http.StatusOK && json.Unmarshal(b, &r) == nil && r.LastTick != nil
+	})
+	if code, b := get(base+"/readyz", "api-tok"); code != http.StatusOK {
+		t.Errorf("/readyz after the first tick = %d %s, want 200", code, b)
+	}
+	if _, b := get(base+"/metrics", "api-tok"); !strings.Contains(string(b), `slackpoll_ticks_total{stop_reason="complete"} 1`) ||
+		!strings.Contains(string(b), `slackpoll_slack_calls_total{method="conversations.history",outcome="ok"}`) {
+		t.Errorf("/metrics does not count the tick and its calls:\n%s", b)
+	}
+
+	code, out, errOut := runCLI(t.Context(), "status", "--config", cfg)
+	if code != ExitOK {
+		t.Fatalf("status while run holds the store = %d, stderr %s", code, errOut)
+	}
+	wantContains(t, "status", out, "status of the running daemon at "+base, "C0GENERAL     general", "next tick:")
+
+	cancel()
+	res := <-done
+	if res.code != ExitOK {
+		t.Fatalf("run after cancel = %d, stderr %s", res.code, res.stderr)
+	}
+	if strings.Contains(res.stderr, "api-tok") || strings.Contains(res.stderr, fake.Token()) {
+		t.Errorf("run's log reveals a token:\n%s", res.stderr)
+	}
+	if code, _ := get(base+"/healthz", ""); code != 0 {
+		t.Errorf("/healthz after run returned = %d, want no server", code)
+	}
+}
+
+func TestNonLoopbackListenWarns(t *testing.T) {
+	for listen, warns := range map[string]bool{"127.0.0.1:8089": false, ":8089": true, "0.0.0.0:8089": true, "192.0.2.7:8089": true} {
+		var logs bytes.Buffer
+		warnIfExposed(slog.New(slog.NewTextHandler(&logs, nil)), listen, true)
+		if got := strings.Contains(logs.String(), "level=WARN") && strings.Contains(logs.String(), "not a loopback address"); got != warns {
+			t.Errorf("http.listen %q: warning logged = %v, want %v (log: %q)", listen, got, warns, logs.String())
+		}
+	}
+}

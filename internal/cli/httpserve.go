@@ -1,0 +1,77 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/slackpoll/slackpoll/internal/httpapi"
+)
+
+// httpShutdownTimeout bounds the graceful shutdown of the read API, well inside the
+// 5 s a SIGTERM gives the daemon to exit.
+const httpShutdownTimeout = 2 * time.Second
+
+// serveHTTP starts the read API on http.listen, if set, and returns the function that
+// shuts it down (waiting up to httpShutdownTimeout for requests in flight). The
+// address is bound before it returns, so a taken port fails the start. A listen
+// address that is not loopback is served with a warning: the API shows message texts.
+func (d *daemon) serveHTTP() (stop func(), err error) {
+	listen := d.cfg.HTTP.Listen
+	if listen == "" {
+		return func() {}, nil
+	}
+	warnIfExposed(d.log, listen, d.cfg.HTTP.Token.IsSet())
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return nil, fmt.Errorf("http.listen %s: %w (is another slackpoll or program using the port?)", listen, err)
+	}
+	h := httpapi.New(httpapi.Options{
+		Store: d.store, Configured: d.cfg.Conversations, Interval: d.cfg.Tick.Interval.D(),
+		Token: d.cfg.HTTP.Token.Reveal(), Ready: d.metrics.Ready, Metrics: d.metrics, Logger: d.log,
+	})
+	srv := httpapi.NewServer(listen, h)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			d.log.Error("http api stopped", "err", err)
+		}
+	}()
+	d.log.Info("http api listening", "addr", ln.Addr().String())
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), httpShutdownTimeout)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			_ = srv.Close() // requests still running after the timeout are cut
+		}
+		<-done
+	}, nil
+}
+
+// warnIfExposed logs a warning when listen accepts connections from other hosts:
+// the read API shows message texts.
+func warnIfExposed(log *slog.Logger, listen string, tokenSet bool) {
+	if !isLoopback(listen) {
+		log.Warn("http.listen is not a loopback address: the read API, which shows message texts, is reachable from other hosts",
+			"listen", listen, "token_required", tokenSet)
+	}
+}
+
+// isLoopback reports whether a host:port only accepts local connections: localhost or
+// a loopback IP. An empty host, or an unspecified IP, listens on every interface.
+func isLoopback(listen string) bool {
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil || host == "" {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

@@ -1,0 +1,63 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/slackpoll/slackpoll/config"
+	boltstore "github.com/slackpoll/slackpoll/internal/bolt"
+)
+
+// readLockTimeout bounds the wait for the store's lock in the read commands. The
+// daemon holds the lock for as long as it runs, so waiting longer buys nothing; short,
+// so that the fallback to the API (or the failure) comes within a second.
+const readLockTimeout = 300 * time.Millisecond
+
+// reader is where a read command reads: the store file, or (while the daemon holds
+// it) the daemon's HTTP API. Exactly one of store and api is set.
+type reader struct {
+	store *boltstore.Store
+	api   *apiClient
+}
+
+// Close releases the store, if one was opened.
+func (r *reader) Close() error {
+	if r.store != nil {
+		return r.store.Close()
+	}
+	return nil
+}
+
+// openReader opens the store read-only; when another process holds its lock and
+// http.listen is set, it reads through the daemon's API instead. Without http.listen
+// a held lock fails at once, saying why and what to do.
+func openReader(cfg *config.Config) (*reader, error) {
+	s, err := boltstore.Open(cfg.Store.Path, boltstore.Options{ReadOnly: true, LockTimeout: readLockTimeout})
+	if err == nil {
+		return &reader{store: s}, nil
+	}
+	if errors.Is(err, boltstore.ErrLocked) {
+		if cfg.HTTP.Listen != "" {
+			return &reader{api: newAPIClient(cfg)}, nil
+		}
+		return nil, fmt.Errorf("%w\n(set http.listen so read commands can ask the running daemon instead)", err)
+	}
+	return nil, err
+}
+
+// openWriter opens the store read-write for track; like openReader it falls back to
+// the daemon's API when the lock is held and http.listen is set.
+func openWriter(cfg *config.Config) (*reader, error) {
+	s, err := boltstore.Open(cfg.Store.Path, boltstore.Options{LockTimeout: readLockTimeout})
+	if err == nil {
+		return &reader{store: s}, nil
+	}
+	if errors.Is(err, boltstore.ErrLocked) {
+		if cfg.HTTP.Listen != "" {
+			return &reader{api: newAPIClient(cfg)}, nil
+		}
+		return nil, fmt.Errorf("%w\n(set http.listen so track can ask the running daemon instead)", err)
+	}
+	return nil, err
+}
