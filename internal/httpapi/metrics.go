@@ -35,7 +35,8 @@ import (
 //	slackpoll_rotation_period_seconds                      time to re-read every tracked message (absent when unknown)
 //	slackpoll_conversations{status}                        conversations by status (pending, ok, missing_scope, ...)
 //
-// plus the Go runtime and process collectors. Its methods are safe for concurrent use.
+// plus the Go runtime and process collectors as slackpoll_go_* and slackpoll_process_*.
+// Its methods are safe for concurrent use.
 type Metrics struct {
 	reg *prometheus.Registry
 
@@ -107,7 +108,10 @@ func NewMetrics() *Metrics {
 	})
 	m.store = &storeCollector{}
 	m.reg.MustRegister(m.calls, m.rateLimited, m.retryWait, m.wait, m.ticks, m.tickDur,
-		m.skipped, m.written, m.threads, m.tailReads, m.lastTickEnd, m.store,
+		m.skipped, m.written, m.threads, m.tailReads, m.lastTickEnd, m.store)
+	// The contract wants every name to start with slackpoll_, the runtime's too:
+	// slackpoll_go_goroutines, slackpoll_process_resident_memory_bytes, ...
+	prometheus.WrapRegistererWithPrefix("slackpoll_", m.reg).MustRegister(
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

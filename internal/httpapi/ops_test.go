@@ -156,9 +156,12 @@ func TestMetricsParseAndCountTheTick(t *testing.T) {
 	e.f.Clock.Advance(90 * time.Second)
 	fams := scrape(t, e)
 	for name := range fams {
-		if !strings.HasPrefix(name, "slackpoll_") && !strings.HasPrefix(name, "go_") && !strings.HasPrefix(name, "process_") {
+		if !strings.HasPrefix(name, "slackpoll_") {
 			t.Errorf("metric %s outside the slackpoll_ namespace", name)
 		}
+	}
+	if _, ok := fams["slackpoll_go_goroutines"]; !ok {
+		t.Error("runtime metrics missing (want slackpoll_go_goroutines)")
 	}
 	sum := e.f.Summary
 	for method, n := range sum.Calls {
