@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -25,6 +26,7 @@ type env struct {
 type envOpts struct {
 	token string
 	ready func() error
+	log   *slog.Logger
 }
 
 func newEnv(t *testing.T, o envOpts) *env {
@@ -37,7 +39,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 	}
 	h := httpapi.New(httpapi.Options{
 		Store: f.Store, Configured: f.Configured, Interval: readfixture.Interval,
-		Token: o.token, Ready: ready, Metrics: m, Now: f.Clock.Now,
+		Token: o.token, Ready: ready, Metrics: m, Now: f.Clock.Now, Logger: o.log,
 	})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)

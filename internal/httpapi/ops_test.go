@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"bytes"
 	"errors"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -84,6 +85,10 @@ func TestReadyz(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantErr(t, closed, http.MethodGet, "/readyz", nil, http.StatusServiceUnavailable, "store")
+	code, b := closed.do(t, http.MethodGet, "/v1/status", nil)
+	if msg := errorOf(t, b); code != http.StatusInternalServerError || strings.Contains(msg, closed.f.Path) {
+		t.Errorf("/v1/status with the store closed = %d %q, want 500 without the file path", code, msg)
+	}
 	if code, _ := closed.do(t, http.MethodGet, "/healthz", nil); code != http.StatusOK {
 		t.Errorf("/healthz with the store closed = %d, want 200 (alive)", code)
 	}
@@ -222,5 +227,20 @@ func TestMetricsCountRateLimitsAndRetryAfterWaits(t *testing.T) {
 	}
 	if got := value(t, fams, "slackpoll_slack_calls_total", map[string]string{"method": rm.MethodReplies, "outcome": "rate_limited"}); got != 1 {
 		t.Errorf("rate_limited calls = %v, want 1", got)
+	}
+}
+
+func TestRequestLogsNeverShowTheToken(t *testing.T) {
+	var logs bytes.Buffer
+	e := newEnv(t, envOpts{token: secret, log: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	e.do(t, http.MethodGet, "/v1/status", nil)
+	e.do(t, http.MethodPost, "/v1/tracked", map[string]string{"channel": readfixture.General, "ts": "x"})
+	e.token = "wrong-" + secret
+	e.do(t, http.MethodGet, "/v1/conversations", nil)
+	if !strings.Contains(logs.String(), "path=/v1/status") {
+		t.Fatalf("no request log line: %q", logs.String())
+	}
+	if strings.Contains(logs.String(), secret) {
+		t.Errorf("logs reveal the token:\n%s", logs.String())
 	}
 }
