@@ -30,7 +30,29 @@ type apiErr struct {
 }
 
 // methodFunc answers one method: the JSON body of an ok:true answer, or an error.
-type methodFunc func(s *Server, c *call) ([]byte, *apiErr)
+type methodFunc func(s *Server, c *call) (segments, *apiErr)
+
+// segments is a response body kept as the slices it was assembled from, so that
+// cached message JSON is shared rather than copied. Slices are never modified once
+// assembled (a stale message cache is replaced, not overwritten), so an answer stays
+// valid after the lock is released.
+type segments [][]byte
+
+func (b segments) size() int {
+	n := 0
+	for _, s := range b {
+		n += len(s)
+	}
+	return n
+}
+
+func (b segments) flat() []byte {
+	out := make([]byte, 0, b.size())
+	for _, s := range b {
+		out = append(out, s...)
+	}
+	return out
+}
 
 // methods are the Slack Web API methods served, and the scopes Slack accepts for them
 // (the X-Accepted-OAuth-Scopes header).
@@ -51,9 +73,9 @@ var methods = map[string]struct {
 type answer struct {
 	status  int
 	header  http.Header
-	body    []byte
+	body    segments
 	reset   bool          // drop the connection instead
-	trunc   bool          // declare len(body), send half
+	trunc   bool          // declare the full size, send half
 	delay   time.Duration // wait first (Slow)
 	errCode string
 }
@@ -149,7 +171,7 @@ func (s *Server) respond(c *call, token string, badForm bool) *answer {
 		h := http.Header{"Content-Type": {"text/html; charset=utf-8"}}
 		body := fmt.Sprintf("<html><head><title>%d %s</title></head><body><h1>%s</h1></body></html>\n",
 			st, http.StatusText(st), http.StatusText(st))
-		return &answer{status: st, header: h, body: []byte(body)}
+		return &answer{status: st, header: h, body: segments{[]byte(body)}}
 	case ConnReset:
 		return &answer{reset: true}
 	case RateLimitNoRetryAfter:
@@ -189,7 +211,7 @@ func (s *Server) respond(c *call, token string, badForm bool) *answer {
 			a.delay = defaultSlowDelay
 		}
 	case MalformedJSON:
-		a.body = malformed(a.body)
+		a.body = segments{malformed(a.body.flat())}
 	case TruncatedBody:
 		a.trunc = true
 	}
@@ -213,13 +235,12 @@ func (s *Server) errorAnswer(e *apiErr, accepted string) *answer {
 		b = appendField(b, "provided", e.provided)
 	}
 	b = append(b, '}')
-	return &answer{status: http.StatusOK, header: jsonHeader(accepted), body: b, errCode: e.code}
+	return &answer{status: http.StatusOK, header: jsonHeader(accepted), body: segments{b}, errCode: e.code}
 }
 
 // malformed corrupts a JSON body so that it no longer parses: the first ':' becomes
 // '=' ({"ok"=true,…}).
-func malformed(body []byte) []byte {
-	out := append([]byte(nil), body...)
+func malformed(out []byte) []byte {
 	if i := bytes.IndexByte(out, ':'); i >= 0 {
 		out[i] = '='
 		return out
@@ -227,16 +248,11 @@ func malformed(body []byte) []byte {
 	return append([]byte("<html>"), out...)
 }
 
-// okBody starts an ok:true body.
-func okBody(capacity int) []byte {
-	return append(make([]byte, 0, capacity+32), `{"ok":true`...)
-}
-
 // marshalOK renders v (a struct whose first field is `json:"ok"`) with encoding/json.
-func marshalOK(v any) ([]byte, *apiErr) {
+func marshalOK(v any) (segments, *apiErr) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return nil, &apiErr{code: "internal_error"}
 	}
-	return b, nil
+	return segments{b}, nil
 }

@@ -85,7 +85,7 @@ func (s *Server) conversationObject(cv *conv, withMember bool) any {
 // conversationsInfo answers conversations.info: {"ok":true,"channel":{…}}.
 // channel_not_found for an unknown or hidden conversation; missing_scope without the
 // type's *:read scope.
-func (s *Server) conversationsInfo(c *call) ([]byte, *apiErr) {
+func (s *Server) conversationsInfo(c *call) (segments, *apiErr) {
 	cv := s.convs[c.params.Get("channel")]
 	if cv == nil || cv.hidden() {
 		return nil, &apiErr{code: "channel_not_found"}
@@ -101,13 +101,13 @@ func (s *Server) conversationsInfo(c *call) ([]byte, *apiErr) {
 
 // conversationsList answers conversations.list: the conversations the token can see
 // (all public channels; private ones, IMs and MPIMs it is a member of).
-func (s *Server) conversationsList(c *call) ([]byte, *apiErr) {
+func (s *Server) conversationsList(c *call) (segments, *apiErr) {
 	return s.listConversations(c, false)
 }
 
 // usersConversations answers users.conversations: the conversations the bot is a
 // member of. The user argument is ignored (the fake tracks only the bot's membership).
-func (s *Server) usersConversations(c *call) ([]byte, *apiErr) {
+func (s *Server) usersConversations(c *call) (segments, *apiErr) {
 	return s.listConversations(c, true)
 }
 
@@ -116,7 +116,7 @@ func (s *Server) usersConversations(c *call) ([]byte, *apiErr) {
 // max 999), cursor "team:<next id>", ordered by ID. Shape:
 //
 //	{"ok":true,"channels":[…],"response_metadata":{"next_cursor":"…" or ""}}
-func (s *Server) listConversations(c *call, memberOnly bool) ([]byte, *apiErr) {
+func (s *Server) listConversations(c *call, memberOnly bool) (segments, *apiErr) {
 	types := map[string]bool{}
 	spec := c.params.Get("types")
 	if spec == "" {

@@ -13,7 +13,7 @@ import (
 //	{"ok":true,["oldest":…,]["latest":…,]"messages":[…],"has_more":bool,"pin_count":0,
 //	 "channel_actions_ts":null,"channel_actions_count":0,
 //	 "response_metadata":{"next_cursor":"…" or ""}}
-func (s *Server) history(c *call) ([]byte, *apiErr) {
+func (s *Server) history(c *call) (segments, *apiErr) {
 	cv, e := s.readableConv(c.params)
 	if e != nil {
 		return nil, e
@@ -54,35 +54,44 @@ func (s *Server) history(c *call) ([]byte, *apiErr) {
 		bad = s.rng.IntN(n)
 	}
 
-	size := 0
-	for i := 0; i < n; i++ {
-		size += len(s.encoded(tl[top-i])) + 1
+	page := make([]*message, n)
+	for i := range page {
+		page[i] = tl[top-i]
 	}
-	b := okBody(size + 200)
+	head := []byte(`{"ok":true`)
 	if v := c.params.Get("oldest"); v != "" {
-		b = appendField(b, "oldest", v)
+		head = appendField(head, "oldest", v)
 	}
 	if v := c.params.Get("latest"); v != "" {
-		b = appendField(b, "latest", v)
+		head = appendField(head, "latest", v)
 	}
-	b = append(b, `,"messages":[`...)
-	for i := 0; i < n; i++ {
+	tail := []byte(`,"pin_count":0,"channel_actions_ts":null,"channel_actions_count":0`)
+	return s.messagePage(head, page, bad, hasMore, tail, next), nil
+}
+
+// messagePage assembles {head,"messages":[…],"has_more":…,tail,"response_metadata":…}
+// from the cached message JSON; message bad gets a numeric latest_reply.
+func (s *Server) messagePage(head []byte, page []*message, bad int, hasMore bool, tail []byte, next string) segments {
+	out := make(segments, 0, 2*len(page)+3)
+	out = append(out, append(head, `,"messages":[`...))
+	for i, m := range page {
 		if i > 0 {
-			b = append(b, ',')
+			out = append(out, comma)
 		}
 		if i == bad {
-			b = s.appendMessage(b, tl[top-i], true)
+			out = append(out, s.appendMessage(nil, m, true))
 		} else {
-			b = append(b, s.encoded(tl[top-i])...)
+			out = append(out, s.encoded(m))
 		}
 	}
-	b = append(b, `],"has_more":`...)
-	b = strconv.AppendBool(b, hasMore)
-	b = append(b, `,"pin_count":0,"channel_actions_ts":null,"channel_actions_count":0,"response_metadata":{"next_cursor":`...)
-	b = appendString(b, next)
-	b = append(b, `}}`...)
-	return b, nil
+	end := append([]byte(`],"has_more":`), strconv.FormatBool(hasMore)...)
+	end = append(end, tail...)
+	end = append(end, `,"response_metadata":{"next_cursor":`...)
+	end = appendString(end, next)
+	return append(out, append(end, `}}`...))
 }
+
+var comma = []byte{','}
 
 // replies answers conversations.replies: the thread of ts (a parent, or any reply of
 // it) as the parent first, then the replies ascending within oldest/latest; limit
@@ -93,7 +102,7 @@ func (s *Server) history(c *call) ([]byte, *apiErr) {
 // tombstone whose last reply is gone answers thread_not_found. Shape:
 //
 //	{"ok":true,"messages":[…],"has_more":bool,"response_metadata":{"next_cursor":"…" or ""}}
-func (s *Server) replies(c *call) ([]byte, *apiErr) {
+func (s *Server) replies(c *call) (segments, *apiErr) {
 	cv, e := s.readableConv(c.params)
 	if e != nil {
 		return nil, e
@@ -158,26 +167,5 @@ func (s *Server) replies(c *call) ([]byte, *apiErr) {
 		bad = s.rng.IntN(len(page))
 	}
 
-	size := 0
-	for _, m := range page {
-		size += len(s.encoded(m)) + 1
-	}
-	b := okBody(size + 100)
-	b = append(b, `,"messages":[`...)
-	for i, m := range page {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		if i == bad {
-			b = s.appendMessage(b, m, true)
-		} else {
-			b = append(b, s.encoded(m)...)
-		}
-	}
-	b = append(b, `],"has_more":`...)
-	b = strconv.AppendBool(b, hasMore)
-	b = append(b, `,"response_metadata":{"next_cursor":`...)
-	b = appendString(b, next)
-	b = append(b, `}}`...)
-	return b, nil
+	return s.messagePage([]byte(`{"ok":true`), page, bad, hasMore, nil, next), nil
 }

@@ -42,7 +42,7 @@ type userJSON struct {
 
 // usersInfo answers users.info: {"ok":true,"user":{…}}; user_not_found for an unknown
 // ID (bot IDs "B…" included); missing_scope without users:read.
-func (s *Server) usersInfo(c *call) ([]byte, *apiErr) {
+func (s *Server) usersInfo(c *call) (segments, *apiErr) {
 	if e := s.needScope("users:read"); e != nil {
 		return nil, e
 	}
@@ -82,7 +82,7 @@ func (s *Server) usersInfo(c *call) ([]byte, *apiErr) {
 //	{"ok":true,"url","team","user","team_id","user_id","bot_id","app_id","is_enterprise_install":false}
 //
 // The token's scopes are in the X-OAuth-Scopes header (as on every answer).
-func (s *Server) authTest(c *call) ([]byte, *apiErr) {
+func (s *Server) authTest(c *call) (segments, *apiErr) {
 	return marshalOK(struct {
 		OK                  bool   `json:"ok"`
 		URL                 string `json:"url"`

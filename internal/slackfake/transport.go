@@ -40,10 +40,11 @@ func (t transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}
 	}
 	h := a.header.Clone()
-	h.Set("Content-Length", strconv.Itoa(len(a.body)))
-	var rd io.Reader = bytes.NewReader(a.body)
+	size := a.body.size()
+	h.Set("Content-Length", strconv.Itoa(size))
+	var rd io.Reader = &segReader{segs: a.body}
 	if a.trunc {
-		rd = io.MultiReader(bytes.NewReader(a.body[:len(a.body)/2]), errReader{io.ErrUnexpectedEOF})
+		rd = io.MultiReader(bytes.NewReader(a.body.flat()[:size/2]), errReader{io.ErrUnexpectedEOF})
 	}
 	return &http.Response{
 		Status:        strconv.Itoa(a.status) + " " + http.StatusText(a.status),
@@ -53,9 +54,42 @@ func (t transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		ProtoMinor:    1,
 		Header:        h,
 		Body:          io.NopCloser(rd),
-		ContentLength: int64(len(a.body)),
+		ContentLength: int64(size),
 		Request:       req,
 	}, nil
+}
+
+// segReader reads segments without copying them first.
+type segReader struct{ segs segments }
+
+func (r *segReader) Read(p []byte) (int, error) {
+	n := 0
+	for n < len(p) && len(r.segs) > 0 {
+		c := copy(p[n:], r.segs[0])
+		n += c
+		if r.segs[0] = r.segs[0][c:]; len(r.segs[0]) == 0 {
+			r.segs = r.segs[1:]
+		}
+	}
+	if n == 0 && len(p) > 0 {
+		return 0, io.EOF
+	}
+	return n, nil
+}
+
+func (r *segReader) WriteTo(w io.Writer) (int64, error) {
+	var total int64
+	for len(r.segs) > 0 {
+		n, err := w.Write(r.segs[0])
+		total += int64(n)
+		if r.segs[0] = r.segs[0][n:]; len(r.segs[0]) == 0 {
+			r.segs = r.segs[1:]
+		}
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
 }
 
 type errReader struct{ err error }
@@ -94,15 +128,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	for k, v := range a.header {
 		h[k] = v
 	}
-	h.Set("Content-Length", strconv.Itoa(len(a.body)))
+	size := a.body.size()
+	h.Set("Content-Length", strconv.Itoa(size))
 	w.WriteHeader(a.status)
 	if a.trunc {
-		w.Write(a.body[:len(a.body)/2])
+		w.Write(a.body.flat()[:size/2])
 		// Returning with less than Content-Length written makes net/http close the
 		// connection; the client sees an unexpected EOF.
 		return
 	}
-	w.Write(a.body)
+	(&segReader{segs: a.body}).WriteTo(w)
 }
 
 func resetConn(w http.ResponseWriter) {
