@@ -14,10 +14,11 @@ import (
 
 // benchServer returns a Medium generated workspace and its busiest readable
 // conversation.
-func benchServer(b *testing.B) (*Server, string) {
+func benchServer(b *testing.B, opts Options) (*Server, string) {
 	b.Helper()
 	c := &clock{t: t0}
-	s := New(Options{Now: c.now, ReactionUsersCap: 10})
+	opts.Now, opts.ReactionUsersCap = c.now, 10
+	s := New(opts)
 	Generate(s, 1, Medium)
 	best, n := "", -1
 	for _, cv := range s.Truth().Conversations {
@@ -37,7 +38,7 @@ func benchServer(b *testing.B) (*Server, string) {
 func BenchmarkHistory(b *testing.B) {
 	for _, limit := range []int{15, 100, 999} {
 		b.Run(fmt.Sprintf("limit=%d", limit), func(b *testing.B) {
-			s, ch := benchServer(b)
+			s, ch := benchServer(b, Options{})
 			rt := s.Transport()
 			form := url.Values{"token": {s.Token()}, "channel": {ch}, "limit": {fmt.Sprint(limit)},
 				"inclusive": {"0"}, "include_all_metadata": {"0"}}
@@ -85,29 +86,34 @@ func nextCursorOf(body []byte) string {
 
 // BenchmarkHistorySlackGo is the same walk through the real slack-go client, decoding
 // included: the cost a test or the demo pays per page.
+// Blocks are most of slack-go's decoding cost; OmitBlocks shows the difference.
 func BenchmarkHistorySlackGo(b *testing.B) {
-	s, ch := benchServer(b)
-	api := clientFor(s)
-	cursor, n := "", 0
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
-		if n%1000 == 0 {
-			s.ResetRequests()
-		}
-		resp, err := api.GetConversationHistory(&slack.GetConversationHistoryParameters{ChannelID: ch, Limit: 100, Cursor: cursor})
-		if err != nil {
-			b.Fatal(err)
-		}
-		cursor = resp.ResponseMetaData.NextCursor
-		n++
+	for _, omit := range []bool{false, true} {
+		b.Run(fmt.Sprintf("omitBlocks=%v", omit), func(b *testing.B) {
+			s, ch := benchServer(b, Options{OmitBlocks: omit})
+			api := clientFor(s)
+			cursor, n := "", 0
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				if n%1000 == 0 {
+					s.ResetRequests()
+				}
+				resp, err := api.GetConversationHistory(&slack.GetConversationHistoryParameters{ChannelID: ch, Limit: 100, Cursor: cursor})
+				if err != nil {
+					b.Fatal(err)
+				}
+				cursor = resp.ResponseMetaData.NextCursor
+				n++
+			}
+			b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "req/s")
+		})
 	}
-	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "req/s")
 }
 
 // BenchmarkReplies serves whole threads of the busiest conversation.
 func BenchmarkReplies(b *testing.B) {
-	s, ch := benchServer(b)
+	s, ch := benchServer(b, Options{})
 	var parents []string
 	for _, m := range s.convs[ch].timeline {
 		if len(m.replies) > 0 && m.parent == nil {

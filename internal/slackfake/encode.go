@@ -88,7 +88,9 @@ func (s *Server) appendMessage(b []byte, m *message, bad bool) []byte {
 	if m.user != "" && m.botID == "" {
 		b = appendField(b, "client_msg_id", clientMsgID(m))
 		b = appendField(b, "team", teamID)
-		b = appendBlocks(b, m)
+		if !s.opts.OmitBlocks {
+			b = appendBlocks(b, m)
+		}
 	}
 	if m.edited != nil {
 		b = append(b, `,"edited":{"user":`...)

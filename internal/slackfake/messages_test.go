@@ -144,3 +144,17 @@ func TestAuthTestIdentityAndScopesHeader(t *testing.T) {
 		t.Fatalf("after RevokeScope: X-OAuth-Scopes = %q", got)
 	}
 }
+
+func TestUserMessagesCarryBlocksUnlessOmitted(t *testing.T) {
+	for _, omit := range []bool{false, true} {
+		s, api := newFake(t, Options{OmitBlocks: omit})
+		post(t, s, "C1", 1)
+		m := history(t, api, slack.GetConversationHistoryParameters{}).Messages[0]
+		if got := len(m.Blocks.BlockSet) > 0; got == omit {
+			t.Fatalf("OmitBlocks %v: blocks present = %v", omit, got)
+		}
+		if !omit && m.ClientMsgID == "" {
+			t.Fatal("a user message without client_msg_id")
+		}
+	}
+}

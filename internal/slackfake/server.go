@@ -33,6 +33,10 @@ type Options struct {
 	Seed int64
 	// Scopes are the token's OAuth scopes; nil = DefaultScopes.
 	Scopes []string
+	// OmitBlocks leaves out the rich_text blocks Slack adds to user messages. slack-go
+	// decodes blocks slowly (most of its cost per page); benchmarks of code above it
+	// may prefer to skip them. Default false: messages look as Slack sends them.
+	OmitBlocks bool
 }
 
 // DefaultScopes are the scopes of the fake's bot token unless Options.Scopes is set:
