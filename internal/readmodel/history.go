@@ -155,8 +155,10 @@ func (t *tick) readOne(ref Ref) error {
 	}
 	for _, s := range page.Skipped {
 		if s.TS == ref.TS || s.TS == "" {
+			// Unreadable is not absent, and not polled either: last_polled_at
+			// keeps saying how stale the stored copy is.
 			t.skip("%s/%s: undecodable: %s", ref.Channel, ref.TS, s.Err)
-			return t.touch(ref) // unreadable is not absent; move on in the rotation
+			return nil
 		}
 	}
 	if len(found) > 0 {
@@ -170,19 +172,6 @@ func (t *tick) readOne(ref Ref) error {
 		}
 		if m.MissingSince == nil {
 			m.MissingSince = &now
-		}
-		m.LastPolledAt = &now
-		return tx.PutMessage(m)
-	}))
-}
-
-// touch moves a message to the end of the tail rotation without changing its content.
-func (t *tick) touch(ref Ref) error {
-	now := t.now()
-	return storeErr(t.p.store.Update(func(tx Tx) error {
-		m, ok, err := tx.Message(ref.Channel, ref.TS)
-		if err != nil || !ok {
-			return err
 		}
 		m.LastPolledAt = &now
 		return tx.PutMessage(m)

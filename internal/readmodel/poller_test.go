@@ -287,7 +287,9 @@ func TestTombstoneMarksParentDeletedKeepsReplies(t *testing.T) {
 		m.Subtype, m.User, m.Text = rm.SubtypeTombstone, "USLACKBOT", "This message was deleted."
 	})
 	src.setThread(ch, parent, msg(ch, ts(900, 0), "U2", "r1"), msg(ch, ts(800, 0), "U2", "r2"), msg(ch, ts(700, 0), "U2", "r3"))
-	src.edit(ch, parent, func(m *rm.Message) { m.Subtype, m.User, m.Text = rm.SubtypeTombstone, "USLACKBOT", "This message was deleted." })
+	src.edit(ch, parent, func(m *rm.Message) {
+		m.Subtype, m.User, m.Text = rm.SubtypeTombstone, "USLACKBOT", "This message was deleted."
+	})
 	clock.Advance(time.Minute)
 	mustTick(t, p)
 	m := getMsg(t, store, ch, parent)

@@ -1,0 +1,315 @@
+// Package demo runs slackpoll end to end against the fake Slack of internal/slackfake:
+// a generated workspace changes under a seeded stream of mutations (and a few injected
+// faults) while the real poller, Slack client and bbolt store keep a read model of it;
+// then the read model is compared with the workspace's truth. It backs `slackpoll demo`
+// and the convergence tests.
+package demo
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	boltstore "github.com/slackpoll/slackpoll/internal/bolt"
+	"github.com/slackpoll/slackpoll/internal/converge"
+	rm "github.com/slackpoll/slackpoll/internal/readmodel"
+	"github.com/slackpoll/slackpoll/internal/slackapi"
+	"github.com/slackpoll/slackpoll/internal/slackfake"
+)
+
+// Options configure Run. Zero values take the defaults of DefaultOptions.
+type Options struct {
+	Seed int64
+	Size slackfake.GenSize
+	// MutateFor is how long the workspace changes; MutateEvery the pause between two
+	// changes.
+	MutateFor, MutateEvery time.Duration
+	// FaultRate is the probability that a Slack call gets an injected fault (429
+	// with and without Retry-After, 5xx, reset, malformed or truncated body, a bad
+	// message in a page).
+	FaultRate float64
+	// RatePerMinute is the request rate per method of both the fake's limits and the
+	// client's pacing.
+	RatePerMinute float64
+	// PageCap caps the fake's page sizes (Slack returns 15 to non-Marketplace apps).
+	PageCap int
+	// Budget, Interval and UserCacheTTL configure the poller.
+	Budget       rm.Budget
+	Interval     time.Duration
+	UserCacheTTL time.Duration
+	// Track is how many messages older than the bulk window are tracked (as an app
+	// would with `slackpoll track`), so the tail rotation has work.
+	Track int
+	// MaxRotations bounds the wait for convergence after the last change, in tail
+	// rotations; past it the differences found are reported.
+	MaxRotations int
+	// Dir holds the store file.
+	Dir string
+	// Loopback serves the fake on 127.0.0.1 (as `slackpoll demo` does); otherwise it is
+	// reached through an in-memory transport, which tests run under testing/synctest.
+	Loopback bool
+	// Out receives one line per tick and the progress; Log the poller's logs.
+	Out io.Writer
+	Log *slog.Logger
+}
+
+// DefaultOptions are the demo's: a small workspace changing for 30 s, at rates high
+// enough to finish in about a minute.
+func DefaultOptions() Options {
+	return Options{
+		Seed: 1, Size: slackfake.Small,
+		MutateFor: 30 * time.Second, MutateEvery: 25 * time.Millisecond,
+		FaultRate: 0.01, RatePerMinute: 3000, PageCap: 200,
+		Budget:   rm.Budget{HistoryPages: 40, RepliesCalls: 150, UsersInfoCalls: 100, TailFetches: 300},
+		Interval: time.Second, UserCacheTTL: 5 * time.Second, MaxRotations: 4, Track: 300,
+		Loopback: true, Out: io.Discard,
+	}
+}
+
+// maxTicks bounds the wait for convergence after the last change: MaxRotations
+// rotations of the tracked set the tail can cover, at TailFetches per tick.
+func (o *Options) maxTicks() int {
+	perRotation := (o.Size.Messages + o.Track) / max(1, o.Budget.TailFetches)
+	return o.MaxRotations * (perRotation + 2)
+}
+
+// demoFaults are the injected failures: every kind but Slow, whose minutes-long
+// stalls would only make the demo wait on request timeouts.
+var demoFaults = []slackfake.FaultKind{
+	slackfake.Status5xx, slackfake.ConnReset, slackfake.MalformedJSON, slackfake.TruncatedBody,
+	slackfake.BadMessage, slackfake.RateLimitNoRetryAfter, slackfake.RepeatCursor, slackfake.InvalidCursor,
+}
+
+// Result is what a run measured.
+type Result struct {
+	Report converge.Report
+	// Mutations applied; Ticks run in all; TicksToConverge after the last change.
+	Mutations, Ticks, TicksToConverge int
+	Calls                             map[string]int
+	Tracked                           int
+	Elapsed                           time.Duration
+}
+
+// Run runs the demo until the read model matches the truth after the last change, or
+// MaxRotations tail rotations have passed, or ctx ends.
+func Run(ctx context.Context, o Options) (Result, error) {
+	d := DefaultOptions()
+	if o.Size == (slackfake.GenSize{}) {
+		o.Size = d.Size
+	}
+	if o.Out == nil {
+		o.Out = io.Discard
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	start := time.Now()
+	rates := map[string]float64{}
+	fakeRates := map[string]int{}
+	for _, m := range slackapi.Methods {
+		rates[m] = o.RatePerMinute
+		fakeRates[m] = int(o.RatePerMinute)
+	}
+	fake := slackfake.New(slackfake.Options{
+		PageCap: o.PageCap, RatePerMinute: fakeRates, ReactionUsersCap: 8,
+		RepeatParentOnEveryPage: o.Seed%2 == 0, Seed: o.Seed,
+		// The read model keeps no blocks; decoding them dominates slack-go's CPU time.
+		OmitBlocks: true,
+	})
+	slackfake.Generate(fake, o.Seed, o.Size)
+	convs := fake.ConversationIDs()
+	window := 72 * time.Hour
+
+	apiURL, httpClient := "http://slack.fake/api/", fake.Client()
+	if o.Loopback {
+		srv := httptest.NewServer(fake)
+		defer srv.Close()
+		apiURL, httpClient = srv.URL+"/api/", &http.Client{}
+	}
+	store, err := boltstore.Open(filepath.Join(o.Dir, "demo.db"), boltstore.Options{})
+	if err != nil {
+		return Result{}, err
+	}
+	defer store.Close()
+	src, err := slackapi.New(slackapi.Options{
+		Token: fake.Token(), APIURL: apiURL, HTTPClient: httpClient, RequestTimeout: 5 * time.Second,
+		Rates: rates, Pacing: slackapi.StorePacing(store), Logger: o.Log,
+	})
+	if err != nil {
+		return Result{}, err
+	}
+
+	var (
+		mu    sync.Mutex
+		res   = Result{Calls: map[string]int{}}
+		ticks = make(chan rm.TickSummary, 16)
+	)
+	poller := rm.NewPoller(store, src, rm.PollerConfig{
+		Conversations: convs, Budget: o.Budget, Interval: o.Interval,
+		SoftDeadline: 30 * time.Second, BulkWindow: window, UserCacheTTL: o.UserCacheTTL, Logger: o.Log,
+		OnTick: func(s rm.TickSummary) {
+			mu.Lock()
+			res.Ticks++
+			for m, n := range s.Calls {
+				res.Calls[m] += n
+			}
+			n := res.Ticks
+			mu.Unlock()
+			fmt.Fprintf(o.Out, "tick %3d  %-22s %5.1fs  calls %-40s written %5d msgs %4d threads  tail %3d  users %3d  tracked %5d\n",
+				n, s.StopReason, s.Finished.Sub(s.Started).Seconds(), callsString(s.Calls),
+				s.MessagesWritten, s.ThreadsWritten, s.TailRead, s.UsersResolved, s.Tracked)
+			select {
+			case ticks <- s:
+			default:
+			}
+		},
+	})
+	tracked, err := trackOlder(store, fake.Truth(), time.Now().Add(-window), o.Track)
+	if err != nil {
+		return res, err
+	}
+	pctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- poller.Run(pctx) }()
+	defer func() { stop(); <-done }()
+
+	fmt.Fprintf(o.Out, "fake workspace: %d conversations; %d older messages tracked; mutating for %s with %.1f%% injected faults\n",
+		len(convs), tracked, o.MutateFor, 100*o.FaultRate)
+	fake.SetFaultRate(demoFaults, o.FaultRate)
+	mut := slackfake.NewMutator(fake, o.Seed)
+	until := time.Now().Add(o.MutateFor)
+	for time.Now().Before(until) {
+		mut.Step()
+		res.Mutations++
+		if err := sleep(ctx, o.MutateEvery); err != nil {
+			return res, err
+		}
+	}
+	lastChange := time.Now()
+	fmt.Fprintf(o.Out, "%d changes applied; waiting for a full tail rotation after the last one\n", res.Mutations)
+
+	// Converged means: every tracked message re-read after the last change and after
+	// the user cache could have expired, then a clean comparison.
+	ref := lastChange.Add(o.UserCacheTTL)
+	rotations := 0
+	tickAtChange := currentTicks(&mu, &res)
+	for {
+		select {
+		case <-ctx.Done():
+			return res, ctx.Err()
+		case err := <-done:
+			return res, fmt.Errorf("poller stopped: %w", err)
+		case <-ticks:
+		}
+		oldest, err := oldestPolled(store)
+		if err != nil {
+			return res, err
+		}
+		after := currentTicks(&mu, &res) - tickAtChange
+		if oldest.Before(ref) && after < o.maxTicks() {
+			continue
+		}
+		rotations++
+		ref = time.Now()
+		model, err := converge.ModelLines(store, convs)
+		if err != nil {
+			return res, err
+		}
+		since := rm.TSFromUnix(time.Now().Add(-window).Unix())
+		res.Report = converge.Diff(model, converge.Lines(fake.Truth()), since)
+		if len(res.Report.Differences) == 0 || rotations >= o.MaxRotations || after >= o.maxTicks() {
+			break
+		}
+	}
+	res.TicksToConverge = currentTicks(&mu, &res) - tickAtChange
+	res.Elapsed = time.Since(start)
+	_ = store.View(func(tx rm.Tx) error {
+		return tx.Conversations(func(c rm.Conversation) error {
+			n, err := tx.Counts(c.ID)
+			res.Tracked += n.Tracked
+			return err
+		})
+	})
+	return res, nil
+}
+
+// trackOlder tracks up to n top-level messages older than before, spread evenly over
+// the truth, each with a record key "demo-<i>".
+func trackOlder(store rm.Store, truth slackfake.Truth, before time.Time, n int) (int, error) {
+	var older []rm.MessageLine
+	cut := rm.TSFromUnix(before.Unix())
+	for _, m := range truth.Messages {
+		if m.TS.Before(cut) && (m.ThreadTS == "" || m.ThreadTS == m.TS) {
+			older = append(older, m)
+		}
+	}
+	if n <= 0 || len(older) == 0 {
+		return 0, nil
+	}
+	step := max(1, len(older)/n)
+	count := 0
+	for i := 0; i < len(older) && count < n; i += step {
+		if err := rm.Track(store, older[i].Channel, older[i].TS, fmt.Sprintf("demo-%d", count)); err != nil {
+			return count, err
+		}
+		count++
+	}
+	return count, nil
+}
+
+func currentTicks(mu *sync.Mutex, r *Result) int {
+	mu.Lock()
+	defer mu.Unlock()
+	return r.Ticks
+}
+
+// oldestPolled returns the last_polled_at of the least recently polled tracked
+// message in a conversation the poller reads (status ok), zero when one was never
+// polled. Conversations it cannot read keep stale data by design.
+func oldestPolled(s rm.Store) (time.Time, error) {
+	var t time.Time
+	err := s.View(func(tx rm.Tx) error {
+		readable := map[string]bool{}
+		if err := tx.Conversations(func(c rm.Conversation) error {
+			readable[c.ID] = c.Status == rm.StatusOK
+			return nil
+		}); err != nil {
+			return err
+		}
+		e, err := tx.TailOldest(1, func(e rm.TailEntry) bool { return !readable[e.Channel] })
+		if err != nil || len(e) == 0 || e[0].LastPolledAt == nil {
+			return err
+		}
+		t = *e[0].LastPolledAt
+		return nil
+	})
+	return t, err
+}
+
+func callsString(calls map[string]int) string {
+	var parts []string
+	for _, m := range slices.Sorted(maps.Keys(calls)) {
+		parts = append(parts, fmt.Sprintf("%s=%d", strings.TrimPrefix(m, "conversations."), calls[m]))
+	}
+	return strings.Join(parts, " ")
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
