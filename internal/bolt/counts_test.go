@@ -161,6 +161,9 @@ func checkIndexes(t *testing.T, s *Store, channels []string) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if n := tailLen(t, s); n != len(wantTail) || len(tail) != len(wantTail) {
+			t.Errorf("tail index holds %d entries (TailOldest %d), records say %d", n, len(tail), len(wantTail))
+		}
 		if len(tail) != len(wantTail) {
 			t.Errorf("tail has %d entries, records say %d", len(tail), len(wantTail))
 		}

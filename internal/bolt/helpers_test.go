@@ -1,6 +1,8 @@
 package boltstore
 
 import (
+	"bytes"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -93,7 +95,7 @@ func tsList(ms []readmodel.Message) []readmodel.TS {
 	return out
 }
 
-// bucketLen counts the keys of a bucket path, e.g. ("tail") or ("chan", "C1", "t").
+// bucketLen counts the keys of a bucket path, e.g. ("chan", "C1", "t").
 func bucketLen(t testing.TB, s *Store, path ...string) int {
 	t.Helper()
 	n := 0
@@ -110,6 +112,43 @@ func bucketLen(t testing.TB, s *Store, path ...string) int {
 		}
 		return b.ForEach(func(k, v []byte) error {
 			if v != nil {
+				n++
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// tailLen counts the entries of the tail index, reading its chunks directly, and
+// checks the chunk invariants: non-empty, at most tailChunkMax entries, ascending, keyed
+// by the last entry, entries across chunks in ascending order.
+func tailLen(t testing.TB, s *Store) int {
+	t.Helper()
+	n := 0
+	err := s.DB().View(func(btx *bolt.Tx) error {
+		var prev []byte
+		return btx.Bucket(bTail).ForEach(func(k, v []byte) error {
+			items, err := decodeChunk(v, nil)
+			if err != nil {
+				return fmt.Errorf("chunk %x: %w", k, err)
+			}
+			if len(items) == 0 || len(items) > tailChunkMax {
+				t.Errorf("chunk %x has %d entries", k, len(items))
+			}
+			prefix := k[:len(k)-tsKeyLen]
+			if last := items[len(items)-1].tsKey; !bytes.Equal(k[len(prefix):], last) {
+				t.Errorf("chunk key %x does not name its last entry %x", k, last)
+			}
+			for _, it := range items {
+				full := append(append([]byte(nil), prefix...), it.tsKey...)
+				if prev != nil && bytes.Compare(prev, full) >= 0 {
+					t.Errorf("tail entries out of order: %x then %x", prev, full)
+				}
+				prev = full
 				n++
 			}
 			return nil

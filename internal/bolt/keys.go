@@ -14,6 +14,9 @@ import (
 
 const tsKeyLen = readmodel.TSKeyLen
 
+// zeroKey is the key of "0.000000", and what TS.Key gives for an invalid ts.
+var zeroKey [tsKeyLen]byte
+
 // minPolled and maxPolled bound the times a tail key can hold as unix nanoseconds;
 // 0 is reserved for never polled.
 var (
@@ -41,31 +44,10 @@ func polledKeyOf(t *time.Time) uint64 {
 	return polledKey(*t)
 }
 
-// appendTailKey appends polled(8) | channel | 0x00 | tskey(12) to dst.
+// appendTailKey appends a tail entry key, polled(8) | channel | 0x00 | tskey(12), to
+// dst. Queued tail changes are named by it (see tail_chunks.go for the stored form).
 func appendTailKey(dst []byte, polled uint64, channel string, tsKey []byte) []byte {
-	dst = binary.BigEndian.AppendUint64(dst, polled)
-	dst = append(dst, channel...)
-	dst = append(dst, 0)
-	return append(dst, tsKey...)
-}
-
-// parseTailKey splits a tail key and its value (the exact ts) into a TailEntry.
-func parseTailKey(k, v []byte) (readmodel.TailEntry, error) {
-	var e readmodel.TailEntry
-	if len(k) < 8+1+1+tsKeyLen || k[len(k)-tsKeyLen-1] != 0 {
-		return e, fmt.Errorf("malformed tail key")
-	}
-	ts := readmodel.TS(v)
-	if key := ts.Key(); !ts.Valid() || string(key[:]) != string(k[len(k)-tsKeyLen:]) {
-		return e, fmt.Errorf("tail value %q does not match its key", v)
-	}
-	e.Channel = string(k[8 : len(k)-tsKeyLen-1])
-	e.TS = ts
-	if p := binary.BigEndian.Uint64(k[:8]); p != 0 {
-		t := time.Unix(0, int64(p)).UTC()
-		e.LastPolledAt = &t
-	}
-	return e, nil
+	return append(appendTailPrefix(dst, polled, channel), tsKey...)
 }
 
 // appendThreadKey appends parent tskey | reply tskey to dst.
@@ -80,3 +62,6 @@ func keyString(k []byte) string {
 	}
 	return fmt.Sprintf("%d.%06d", binary.BigEndian.Uint64(k[:8]), binary.BigEndian.Uint32(k[8:]))
 }
+
+// tsKeyOf is TS.Key for a ts read from a stored value.
+func tsKeyOf(ts []byte) [tsKeyLen]byte { return readmodel.TS(ts).Key() }

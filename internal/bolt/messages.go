@@ -39,21 +39,26 @@ func (t *tx) PutMessage(m readmodel.Message) error {
 	if err := t.writable(); err != nil {
 		return err
 	}
-	if err := checkTS("ts", m.TS); err != nil {
-		return err
-	}
-	if m.ThreadTS != "" {
-		if err := checkTS("thread_ts", m.ThreadTS); err != nil {
+	// Keys live in the scratch: as locals they would escape (bbolt may log them) and
+	// cost an allocation each. Each ts is parsed once: Key is all zeros for an invalid
+	// ts, and only then is it worth asking Valid which it was.
+	t.key, t.parent = m.TS.Key(), [tsKeyLen]byte{}
+	if t.key == zeroKey {
+		if err := checkTS("ts", m.TS); err != nil {
 			return err
 		}
 	}
-	k := m.TS.Key()
-	var parent [tsKeyLen]byte
 	if m.IsReply() {
-		if parent = m.ThreadTS.Key(); parent == k {
+		if t.parent = m.ThreadTS.Key(); t.parent == zeroKey {
+			if err := checkTS("thread_ts", m.ThreadTS); err != nil {
+				return err
+			}
+		}
+		if t.parent == t.key {
 			return fmt.Errorf("store: message %s/%s: thread_ts %q is the same time as ts but not the same string", m.Channel, m.TS, m.ThreadTS)
 		}
 	}
+	k, parent := t.key[:], t.parent[:]
 	cb, err := t.channel(m.Channel, true)
 	if err != nil {
 		return err
@@ -62,16 +67,16 @@ func (t *tx) PutMessage(m readmodel.Message) error {
 	// What the old record indexed, decided before Put replaces it.
 	var old header
 	had := false
-	if v := cb.msgs.Get(k[:]); v != nil {
+	if v := cb.get(k); v != nil {
 		if old, err = readHeader(v); err != nil {
-			return msgDecodeError(m.Channel, k[:], err)
+			return msgDecodeError(m.Channel, k, err)
 		}
 		had = true
 	}
 	sameThread := had && old.isReply() && m.IsReply() && string(old.threadTS) == string(m.ThreadTS)
-	var oldParent [tsKeyLen]byte
+	oldParent := t.oldParent[:]
 	if had && old.isReply() && !sameThread {
-		oldParent = readmodel.TS(old.threadTS).Key()
+		t.oldParent = tsKeyOf(old.threadTS)
 	}
 	polled := polledKeyOf(m.LastPolledAt)
 	sameTail := had && old.tracked() && m.IsTracked() && old.polled == polled
@@ -79,7 +84,7 @@ func (t *tx) PutMessage(m readmodel.Message) error {
 	v := t.arena.alloc(messageSizeBound(&m))
 	v = appendMessage(v, &m)
 	t.arena.commit(v)
-	if err := cb.msgs.Put(k[:], v); err != nil {
+	if err := cb.msgs.Put(k, v); err != nil {
 		return fmt.Errorf("store: put message %s/%s: %w", m.Channel, m.TS, err)
 	}
 	d := t.delta(m.Channel)
@@ -87,24 +92,20 @@ func (t *tx) PutMessage(m readmodel.Message) error {
 		d.messages++
 	}
 	if had && old.isReply() && !sameThread {
-		if err := t.removeReply(cb, d, oldParent[:], k[:]); err != nil {
+		if err := t.removeReply(cb, d, oldParent, k); err != nil {
 			return err
 		}
 	}
 	if m.IsReply() && !sameThread {
-		if err := t.addReply(cb, d, parent[:], k[:]); err != nil {
+		if err := t.addReply(cb, d, parent, k); err != nil {
 			return err
 		}
 	}
 	if had && old.tracked() && !sameTail {
-		if err := t.tailDelete(d, old.polled, m.Channel, k[:]); err != nil {
-			return err
-		}
+		t.tailDelete(d, old.polled, m.Channel, k)
 	}
 	if m.IsTracked() && !sameTail {
-		if err := t.tailPut(d, polled, m.Channel, k[:], m.TS); err != nil {
-			return err
-		}
+		t.tailPut(d, polled, m.Channel, k, m.TS)
 	}
 	return nil
 }
@@ -122,31 +123,32 @@ func (t *tx) DeleteMessage(channel string, ts readmodel.TS) error {
 	if err != nil || cb == nil {
 		return err
 	}
-	k := ts.Key()
-	v := cb.msgs.Get(k[:])
+	t.key = ts.Key()
+	k := t.key[:]
+	v := cb.msgs.Get(k)
 	if v == nil {
 		return nil
 	}
 	old, err := readHeader(v)
 	if err != nil {
-		return msgDecodeError(channel, k[:], err)
+		return msgDecodeError(channel, k, err)
 	}
-	var oldParent [tsKeyLen]byte
+	oldParent := t.oldParent[:]
 	if old.isReply() {
-		oldParent = readmodel.TS(old.threadTS).Key()
+		t.oldParent = tsKeyOf(old.threadTS)
 	}
-	if err := cb.msgs.Delete(k[:]); err != nil {
+	if err := cb.msgs.Delete(k); err != nil {
 		return fmt.Errorf("store: delete message %s/%s: %w", channel, ts, err)
 	}
 	d := t.delta(channel)
 	d.messages--
 	if old.isReply() {
-		if err := t.removeReply(cb, d, oldParent[:], k[:]); err != nil {
+		if err := t.removeReply(cb, d, oldParent, k); err != nil {
 			return err
 		}
 	}
 	if old.tracked() {
-		return t.tailDelete(d, old.polled, channel, k[:])
+		t.tailDelete(d, old.polled, channel, k)
 	}
 	return nil
 }

@@ -246,7 +246,7 @@ func TestDeleteMessageCleansIndexes(t *testing.T) {
 	parent.ThreadTS = readmodel.TS(p)
 	parent.LastPolledAt = at(100)
 	putAll(t, s, parent, reply("1718906002.000000", p), reply("1718906003.000000", p), msg("1718906004.000000"))
-	if got := bucketLen(t, s, "tail"); got != 2 {
+	if got := tailLen(t, s); got != 2 {
 		t.Fatalf("tail entries before delete = %d, want 2", got)
 	}
 	update(t, s, func(tx readmodel.Tx) error {
@@ -257,7 +257,7 @@ func TestDeleteMessageCleansIndexes(t *testing.T) {
 		}
 		return tx.DeleteMessage("C9", "1.000000") // missing channel: not an error
 	})
-	if got := bucketLen(t, s, "tail"); got != 1 {
+	if got := tailLen(t, s); got != 1 {
 		t.Errorf("tail entries after delete = %d, want 1", got)
 	}
 	if got := bucketLen(t, s, "chan", "C1", "t"); got != 0 {
@@ -326,7 +326,7 @@ func TestUpdateRollbackWritesNothing(t *testing.T) {
 		}
 		return nil
 	})
-	if got := bucketLen(t, s, "tail"); got != 1 {
+	if got := tailLen(t, s); got != 1 {
 		t.Errorf("tail entries after rollback = %d, want 1", got)
 	}
 }

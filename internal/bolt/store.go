@@ -13,6 +13,8 @@ var _ readmodel.Store = (*Store)(nil)
 type Store struct {
 	db   *bolt.DB
 	path string
+	// scratch is reused by the write transactions, which bbolt serializes.
+	scratch scratch
 }
 
 // Path returns the file path the store was opened with.
@@ -25,15 +27,22 @@ func (s *Store) DB() *bolt.DB { return s.db }
 // View runs fn in a read-only transaction. Do not call View or Update from inside fn:
 // bbolt deadlocks on nested transactions in one goroutine.
 func (s *Store) View(fn func(readmodel.Tx) error) error {
-	return s.db.View(func(btx *bolt.Tx) error { return fn(newTx(btx)) })
+	return s.db.View(func(btx *bolt.Tx) error { return fn(newTx(btx, nil)) })
 }
 
-// Update runs fn in a read-write transaction and commits it, with the counters fn
-// changed, if fn returns nil; otherwise nothing fn wrote is kept.
+// Update runs fn in a read-write transaction and commits it, with the queued tail
+// index changes and counters fn made, if fn returns nil; otherwise nothing fn wrote is
+// kept.
 func (s *Store) Update(fn func(readmodel.Tx) error) error {
 	return s.db.Update(func(btx *bolt.Tx) error {
-		t := newTx(btx)
+		// Inside Update we hold bbolt's writer lock, and the previous write
+		// transaction has finished with the scratch.
+		s.scratch.reset()
+		t := newTx(btx, &s.scratch)
 		if err := fn(t); err != nil {
+			return err
+		}
+		if err := t.flushTail(); err != nil {
 			return err
 		}
 		return t.flushCounts()

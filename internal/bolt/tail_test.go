@@ -1,6 +1,8 @@
 package boltstore
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -83,7 +85,7 @@ func TestTailOldestFollowsLastPolledAtWithoutStaleEntries(t *testing.T) {
 			m.LastPolledAt = at(1000 + i)
 			return tx.PutMessage(m)
 		})
-		if n := bucketLen(t, s, "tail"); n != 3 {
+		if n := tailLen(t, s); n != 3 {
 			t.Fatalf("after poll %d: %d tail entries, want 3 (one per tracked message)", i, n)
 		}
 	}
@@ -98,11 +100,11 @@ func TestTailOldestFollowsLastPolledAtWithoutStaleEntries(t *testing.T) {
 	})
 	// A tracked message that becomes a reply leaves the tail; one that comes back joins it.
 	putAll(t, s, reply("2.000000", "1.000000"))
-	if n := bucketLen(t, s, "tail"); n != 2 {
+	if n := tailLen(t, s); n != 2 {
 		t.Errorf("after becoming a reply: %d tail entries, want 2", n)
 	}
 	putAll(t, s, polledMsg("C1", "2.000000", at(5)))
-	if n := bucketLen(t, s, "tail"); n != 3 {
+	if n := tailLen(t, s); n != 3 {
 		t.Errorf("after becoming top-level again: %d tail entries, want 3", n)
 	}
 }
@@ -154,5 +156,106 @@ func TestPolledKeyOrderAndClamp(t *testing.T) {
 	}
 	if polledKey(time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)) < polledKey(time.Date(2262, 1, 1, 0, 0, 0, 0, time.UTC)) {
 		t.Error("far future must clamp high")
+	}
+}
+
+// TestTailChunksSplitMergeAndShrink drives one big group (never polled) and a few
+// others through inserts in random order, moves and deletes, and checks TailOldest
+// against a model and the chunk invariants (tailLen).
+func TestTailChunksSplitMergeAndShrink(t *testing.T) {
+	s := openTemp(t)
+	rng := rand.New(rand.NewPCG(7, 8))
+	const n = 500
+	type state struct {
+		present bool
+		polled  *time.Time
+	}
+	model := make([]state, n)
+	tsOf := func(i int) string { return fmt.Sprintf("%d.%06d", 1718900000+i, i%7) }
+	apply := func(order []int, f func(i int) (readmodel.Message, bool)) {
+		update(t, s, func(tx readmodel.Tx) error {
+			for _, i := range order {
+				m, del := f(i)
+				if del {
+					model[i] = state{}
+					if err := tx.DeleteMessage("C1", m.TS); err != nil {
+						return err
+					}
+					continue
+				}
+				model[i] = state{present: true, polled: m.LastPolledAt}
+				if err := tx.PutMessage(m); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	// All never polled, inserted in random order: one group, split into chunks.
+	apply(rng.Perm(n), func(i int) (readmodel.Message, bool) { return polledMsg("C1", tsOf(i), nil), false })
+	// Poll a random half at one of three times, delete a tenth, in random order, twice.
+	for round := 0; round < 2; round++ {
+		apply(rng.Perm(n), func(i int) (readmodel.Message, bool) {
+			switch r := rng.IntN(20); {
+			case r < 2:
+				return polledMsg("C1", tsOf(i), nil), true
+			case r < 12:
+				return polledMsg("C1", tsOf(i), at(int64(100+rng.IntN(3)))), false
+			}
+			return polledMsg("C1", tsOf(i), model[i].polled), false
+		})
+	}
+	var want []string
+	for _, p := range []*time.Time{nil, at(100), at(101), at(102)} {
+		for i, st := range model {
+			if st.present && polledKeyOf(st.polled) == polledKeyOf(p) {
+				want = append(want, "C1/"+tsOf(i))
+			}
+		}
+	}
+	view(t, s, func(tx readmodel.Tx) error {
+		got, err := tx.TailOldest(n, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, tailRefs(got)); diff != "" {
+			t.Errorf("TailOldest after churn (-want +got):\n%s", diff)
+		}
+		return nil
+	})
+	if got := tailLen(t, s); got != len(want) {
+		t.Errorf("tail holds %d entries, want %d", got, len(want))
+	}
+	if chunks := bucketLen(t, s, "tail"); chunks < len(want)/tailChunkMax {
+		t.Errorf("%d chunks for %d entries: not split", chunks, len(want))
+	}
+}
+
+// TestTailRepollWholeStore re-polls every tracked message in one transaction, twice:
+// each time every old chunk is emptied and the new group is written after them. (An
+// earlier version looked for chunks with Cursor.Last, which bbolt loops on forever once
+// a transaction has emptied all leaves of a bucket.)
+func TestTailRepollWholeStore(t *testing.T) {
+	s := openTemp(t)
+	const n = 300
+	for round := int64(0); round < 3; round++ {
+		update(t, s, func(tx readmodel.Tx) error {
+			for i := n - 1; i >= 0; i-- { // newest first, as Slack pages
+				if err := tx.PutMessage(polledMsg("C1", fmt.Sprintf("%d.000000", 1718900000+i), at(100+round))); err != nil {
+					return err
+				}
+			}
+			got, err := tx.TailOldest(3, nil)
+			if err != nil {
+				return err
+			}
+			if len(got) != 3 || got[0].TS != "1718900000.000000" || !got[0].LastPolledAt.Equal(*at(100 + round)) {
+				t.Errorf("round %d: TailOldest inside the transaction = %+v", round, got)
+			}
+			return nil
+		})
+		if got := tailLen(t, s); got != n {
+			t.Errorf("round %d: %d tail entries, want %d", round, got, n)
+		}
 	}
 }

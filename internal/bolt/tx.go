@@ -1,6 +1,7 @@
 package boltstore
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"strings"
@@ -34,8 +35,8 @@ var (
 var _ readmodel.Tx = (*tx)(nil)
 
 // tx is one readmodel.Tx over a bbolt transaction. It caches the nested buckets of the
-// channels it touched, buffers counter changes until commit, and carves encoded values
-// from an arena: bbolt keeps the value slices passed to Put until the commit.
+// channels it touched and buffers counter changes until commit; its scratch memory is
+// reused from one write transaction to the next.
 type tx struct {
 	btx   *bolt.Tx
 	chans map[string]*chanBuckets
@@ -44,17 +45,61 @@ type tx struct {
 	// lastDelta caches deltas[lastDeltaChan]: a page writes one channel.
 	lastDeltaChan string
 	lastDelta     *counts
-	arena         arena
-	// kbuf is scratch for index keys; bbolt copies keys on Put.
-	kbuf []byte
+	*scratch
+}
+
+// scratch is the memory of a write transaction that outlives it, for the next one:
+// bbolt runs one write transaction at a time, so a Store keeps one.
+type scratch struct {
+	// arena holds the values handed to Put, which bbolt keeps until commit.
+	arena arena
+	// tail holds the queued tail index changes (see flushTail); chunkBuf, oldChunkKey,
+	// items and merged are flushTail's working memory.
+	tail                  tailQueue
+	chunkBuf, oldChunkKey []byte
+	items, merged         []tailItem
+	// kbuf, key, parent and oldParent are scratch for keys; bbolt copies keys on Put.
+	kbuf                   []byte
+	key, parent, oldParent [tsKeyLen]byte
+}
+
+// reset readies s for the next transaction, after the last one ended.
+func (s *scratch) reset() {
+	s.arena.reset()
+	clear(s.tail.out)
+	s.tail.puts, s.tail.dels, s.tail.seq = s.tail.puts[:0], s.tail.dels[:0], 0
+	clear(s.items)
+	clear(s.merged)
 }
 
 // chanBuckets are the nested buckets of one channel, valid for the transaction.
 type chanBuckets struct {
 	root, msgs, threads *bolt.Bucket
+	// msgCursor serves get: one cursor, repositioned by each Seek, instead of the new
+	// cursor (and its stack allocations) Bucket.Get makes per call.
+	msgCursor *bolt.Cursor
 }
 
-func newTx(btx *bolt.Tx) *tx { return &tx{btx: btx} }
+// get returns the message value under k, like msgs.Get(k).
+func (cb *chanBuckets) get(k []byte) []byte {
+	if cb.msgCursor == nil {
+		cb.msgCursor = cb.msgs.Cursor()
+	}
+	ck, v := cb.msgCursor.Seek(k)
+	if !bytes.Equal(ck, k) {
+		return nil
+	}
+	return v
+}
+
+// newTx wraps btx. A write transaction gets the store's scratch; a read transaction,
+// which writes nothing, a fresh one.
+func newTx(btx *bolt.Tx, s *scratch) *tx {
+	if s == nil {
+		s = new(scratch)
+	}
+	return &tx{btx: btx, scratch: s}
+}
 
 // errReadOnly is returned by write methods on a View transaction.
 var errReadOnly = errors.New("store: write in a read-only transaction")
