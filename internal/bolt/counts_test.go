@@ -3,6 +3,7 @@ package boltstore
 import (
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"testing"
 	"time"
 
@@ -179,4 +180,49 @@ func checkIndexes(t *testing.T, s *Store, channels []string) {
 		}
 		return nil
 	})
+}
+
+// TestConcurrentUpdatesAndViews runs writers and readers at once (meaningful under
+// -race): write transactions share the store's scratch memory, which is safe only
+// because bbolt runs them one at a time.
+func TestConcurrentUpdatesAndViews(t *testing.T) {
+	s := openTemp(t)
+	var wg sync.WaitGroup
+	for w := 0; w < 4; w++ {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 50; i++ {
+				m := polledMsg("C1", fmt.Sprintf("%d.%06d", 1718900000+i, w), at(int64(i)))
+				if err := s.Update(func(tx readmodel.Tx) error { return tx.PutMessage(m) }); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 50; i++ {
+				err := s.View(func(tx readmodel.Tx) error {
+					_, err := tx.TailOldest(5, nil)
+					return err
+				})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	view(t, s, func(tx readmodel.Tx) error {
+		c, err := tx.Counts("C1")
+		if err != nil || c.Messages != 200 || c.Tracked != 200 {
+			t.Errorf("Counts = %+v, %v; want 200 messages, 200 tracked", c, err)
+		}
+		return nil
+	})
+	if n := tailLen(t, s); n != 200 {
+		t.Errorf("tail holds %d entries, want 200", n)
+	}
 }

@@ -8,7 +8,7 @@
 // so byte order is time order ("999999999.000001" sorts before "1000000000.000000").
 //
 //	meta/                        "schema" → decimal schema version ("1"), written on creation
-//	conv/                        conversation ID → conversation (valueJSON)
+//	conv/                        conversation ID → conversation (JSON, format 1)
 //	chan/<channel>/              one nested bucket per channel:
 //	    m/                       tskey → message (binary, see codec_message.go); one record per
 //	                             (channel, ts) for every message, replies included: a
@@ -16,15 +16,19 @@
 //	    t/                       parent tskey | reply tskey → "" (the thread index: Replies is a
 //	                             prefix scan of 12 bytes)
 //	    "n"                      counters: messages, threads, tracked (3 × uint64 big-endian)
-//	tail/                        polled | channel | 0x00 | tskey → exact ts string; one entry per
-//	                             tracked message (m.IsTracked()). polled is LastPolledAt as
-//	                             big-endian unix nanoseconds (8 bytes), 0 for never polled, so
-//	                             a cursor from First yields never-polled first, then the least
-//	                             recently polled, ties by channel then ts.
-//	users/                       user ID → user (valueJSON)
-//	records/                     record key → Ref (binary)
-//	pacing/                      Slack method name → MethodState (valueJSON)
-//	state/                       "identity" → Identity, "last_tick" → TickSummary (valueJSON)
+//	tail/                        the tail index, one entry per tracked message (m.IsTracked()),
+//	                             ordered by polled | channel | 0x00 | tskey, where polled is
+//	                             LastPolledAt as big-endian unix nanoseconds (8 bytes), 0 for
+//	                             never polled: a walk from First yields never-polled first,
+//	                             then least recently polled, ties by channel then ts. Entries
+//	                             with the same polled and channel are packed into chunks of
+//	                             at most 64 (see tail_chunks.go):
+//	                             polled | channel | 0x00 | tskey of the chunk's last entry →
+//	                             format(1) { tskey(12) uvarint(len) exact ts }
+//	users/                       user ID → user (JSON, format 1)
+//	records/                     record key → Ref (binary: format(1) channel ts)
+//	pacing/                      Slack method name → MethodState (JSON, format 1)
+//	state/                       "identity" → Identity, "last_tick" → TickSummary (JSON, format 1)
 //
 // The exact ts string lives in the message value (and the tail value), so a ts comes
 // back byte-identical ("1718906000.000100"); the key only orders. Two ts strings with the
@@ -46,5 +50,14 @@
 //
 // Counts(channel) must be cheap at any size, so PutMessage and DeleteMessage keep
 // per-channel counters. Within one Update they accumulate in memory and are written once,
-// just before commit.
+// just before commit. Tail index changes are queued the same way and applied in key
+// order before commit or the next TailOldest (see tail.go).
+//
+// # Cost
+//
+// PutMessage reads the old record's header (one seek), writes the record (one Put) and
+// queues its tail change; a thread reply adds one thread index Put when its thread
+// changes. Applying a 999-message page costs about 1.8× writing the same encoded bytes
+// with raw bbolt Puts (BenchmarkApplyHistoryPage vs BenchmarkRawPutPage). TailOldest(25)
+// costs the same with 10k or 1M tracked messages (BenchmarkTailOldest).
 package boltstore

@@ -53,26 +53,38 @@ func inGroup(k, prefix []byte) bool {
 
 // decodeChunk appends the entries of a chunk value to items. They point into v.
 func decodeChunk(v []byte, items []tailItem) ([]tailItem, error) {
+	p, err := chunkEntries(v)
+	for err == nil && len(p) > 0 {
+		var it tailItem
+		if it, p, err = nextChunkEntry(p); err == nil {
+			items = append(items, it)
+		}
+	}
+	return items, err
+}
+
+// chunkEntries checks the format byte of a chunk value and returns its entries.
+func chunkEntries(v []byte) ([]byte, error) {
 	if len(v) < 1 || v[0] != formatTail1 {
-		return items, errors.New("unknown tail chunk format")
+		return nil, errors.New("unknown tail chunk format")
 	}
-	p := v[1:]
-	if len(p) == 0 {
-		return items, errors.New("empty tail chunk")
+	if len(v) == 1 {
+		return nil, errors.New("empty tail chunk")
 	}
-	for len(p) > 0 {
-		if len(p) < tsKeyLen+1 {
-			return items, errTruncated
-		}
-		l, n := binary.Uvarint(p[tsKeyLen:])
-		if n <= 0 || l > uint64(len(p)-tsKeyLen-n) {
-			return items, errTruncated
-		}
-		start := tsKeyLen + n
-		items = append(items, tailItem{tsKey: p[:tsKeyLen], ts: p[start : start+int(l)]})
-		p = p[start+int(l):]
+	return v[1:], nil
+}
+
+// nextChunkEntry decodes the entry at the start of p and returns the rest.
+func nextChunkEntry(p []byte) (tailItem, []byte, error) {
+	if len(p) < tsKeyLen+1 {
+		return tailItem{}, nil, errTruncated
 	}
-	return items, nil
+	l, n := binary.Uvarint(p[tsKeyLen:])
+	if n <= 0 || l > uint64(len(p)-tsKeyLen-n) {
+		return tailItem{}, nil, errTruncated
+	}
+	end := tsKeyLen + n + int(l)
+	return tailItem{tsKey: p[:tsKeyLen], ts: p[tsKeyLen+n : end]}, p[end:], nil
 }
 
 func chunkSize(items []tailItem) int {
@@ -227,31 +239,33 @@ func (t *tx) TailOldest(n int, skip func(readmodel.TailEntry) bool) ([]readmodel
 	}
 	out := make([]readmodel.TailEntry, 0, min(n, 64))
 	c := b.Cursor()
-	var items []tailItem
 	for k, v := c.First(); k != nil && len(out) < n; k, v = c.Next() {
 		if len(k) < 8+1+1+tsKeyLen || k[len(k)-tsKeyLen-1] != 0 {
 			return nil, fmt.Errorf("store: malformed tail chunk key %x", k)
 		}
-		if items, err = decodeChunk(v, items[:0]); err != nil {
+		p, err := chunkEntries(v)
+		if err != nil {
 			return nil, fmt.Errorf("store: tail chunk %x: %w", k, err)
 		}
 		var polled *time.Time
-		if p := binary.BigEndian.Uint64(k[:8]); p != 0 {
-			pt := time.Unix(0, int64(p)).UTC()
+		if pk := binary.BigEndian.Uint64(k[:8]); pk != 0 {
+			pt := time.Unix(0, int64(pk)).UTC()
 			polled = &pt
 		}
 		channel := string(k[8 : len(k)-tsKeyLen-1])
-		for _, it := range items {
+		// Entries are decoded one at a time: most of a chunk may be past n.
+		for len(p) > 0 && len(out) < n {
+			var it tailItem
+			if it, p, err = nextChunkEntry(p); err != nil {
+				return nil, fmt.Errorf("store: tail chunk %x: %w", k, err)
+			}
 			ts := readmodel.TS(it.ts)
-			if key := ts.Key(); !ts.Valid() || !bytes.Equal(key[:], it.tsKey) {
+			if key := ts.Key(); !bytes.Equal(key[:], it.tsKey) || key == zeroKey && !ts.Valid() {
 				return nil, fmt.Errorf("store: tail chunk %x: ts %q does not match its key", k, it.ts)
 			}
 			e := readmodel.TailEntry{Ref: readmodel.Ref{Channel: channel, TS: ts}, LastPolledAt: polled}
-			if skip != nil && skip(e) {
-				continue
-			}
-			if out = append(out, e); len(out) == n {
-				break
+			if skip == nil || !skip(e) {
+				out = append(out, e)
 			}
 		}
 	}
