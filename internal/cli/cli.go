@@ -31,7 +31,7 @@ Usage:
   slackpoll show   [--config F] CHANNEL TS one message with its thread and resolved names
   slackpoll export [--config F]            the whole read model as JSON Lines on stdout
   slackpoll track  [--config F] [--record KEY] CHANNEL TS
-  slackpoll demo   [--duration D]          runs against a built-in simulated workspace
+  slackpoll demo   [--duration D] [--seed N] runs against a built-in simulated workspace
 
 The config path defaults to $SLACKPOLL_CONFIG, else ./slackpoll.yaml.
 Exit status: 0 success, 1 runtime failure, 2 usage or config error.
@@ -107,6 +107,7 @@ type cmdCtx struct {
 	jsonOut    bool
 	record     string
 	duration   string
+	seed       int64
 	args       []string
 }
 
@@ -125,7 +126,8 @@ var commands = []command{
 		fs.StringVar(&c.record, "record", "", "attach this record key (an id of yours, e.g. ticket-42)")
 	}},
 	{name: "demo", run: cmdDemo, flags: func(fs *pflag.FlagSet, c *cmdCtx) {
-		fs.StringVar(&c.duration, "duration", "45s", "how long the simulated workspace changes before the final comparison")
+		fs.StringVar(&c.duration, "duration", "30s", "how long the simulated workspace changes before the final comparison")
+		fs.Int64Var(&c.seed, "seed", 1, "seed of the generated workspace, its changes and faults")
 	}},
 }
 

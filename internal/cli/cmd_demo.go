@@ -1,0 +1,66 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/slackpoll/slackpoll/internal/demo"
+)
+
+// cmdDemo is `slackpoll demo`: the real poller, Slack client and store against the
+// built-in fake Slack on loopback, while a seeded stream of changes and injected faults
+// hits the workspace; it ends by comparing the read model with the workspace. It
+// needs no token and writes only to a temporary directory.
+func cmdDemo(ctx context.Context, c *cmdCtx) error {
+	o := demo.DefaultOptions()
+	d, err := time.ParseDuration(c.duration)
+	if err != nil || d <= 0 {
+		return usageErr("demo: --duration %q: want a positive duration such as 30s", c.duration)
+	}
+	o.MutateFor = d
+	o.Seed = c.seed
+	dir, err := os.MkdirTemp("", "slackpoll-demo-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	o.Dir = dir
+	o.Out = c.env.Stdout
+	o.Log = slog.New(slog.NewTextHandler(c.env.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+
+	fmt.Fprintf(c.env.Stdout, "slackpoll demo: seed %d, fake Slack on 127.0.0.1, store %s/demo.db\n", o.Seed, dir)
+	res, err := demo.Run(ctx, o)
+	if errors.Is(err, context.Canceled) {
+		return fmt.Errorf("demo interrupted")
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.env.Stdout, "%d ticks in %s (%d after the last change); Slack calls: %s; %d tracked messages\n",
+		res.Ticks, res.Elapsed.Round(time.Second), res.TicksToConverge, demoCalls(res.Calls), res.Tracked)
+	if n := len(res.Report.Differences); n > 0 {
+		for _, d := range res.Report.Differences[:min(n, 20)] {
+			fmt.Fprintln(c.env.Stdout, d)
+		}
+		return fmt.Errorf("read model differs from the workspace: %s (replay with: slackpoll demo --seed %d --duration %s)", res.Report, o.Seed, c.duration)
+	}
+	fmt.Fprintf(c.env.Stdout, "read model matches the workspace: %s\n", res.Report)
+	return nil
+}
+
+func demoCalls(calls map[string]int) string {
+	total := 0
+	var parts []string
+	for _, m := range []string{"conversations.history", "conversations.replies", "users.info", "conversations.info", "auth.test"} {
+		if n := calls[m]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", m, n))
+			total += n
+		}
+	}
+	return fmt.Sprintf("%d (%s)", total, strings.Join(parts, ", "))
+}

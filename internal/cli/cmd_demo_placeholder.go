@@ -1,8 +1,0 @@
-package cli
-
-import (
-	"context"
-	"errors"
-)
-
-func cmdDemo(ctx context.Context, c *cmdCtx) error { return errors.New("demo: not implemented yet") }
