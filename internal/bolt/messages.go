@@ -35,6 +35,8 @@ func msgDecodeError(channel string, k []byte, err error) error {
 // PutMessage replaces the record of (m.Channel, m.TS) and moves its index entries: the
 // thread index entry follows m.ThreadTS, the tail entry follows m.LastPolledAt. It reads
 // only the header of the old record. m.TS must be valid, m.ThreadTS empty or valid.
+// After an error the transaction's indexes may be half updated: return the error from
+// the Update callback so that it rolls back.
 func (t *tx) PutMessage(m readmodel.Message) error {
 	if err := t.writable(); err != nil {
 		return err
