@@ -8,24 +8,27 @@ import (
 	"github.com/slackpoll/slackpoll/internal/readmodel"
 )
 
-// Message value, format 1 (byte 0). Strings are uvarint length + bytes; the channel is
+// Message value, format 2 (byte 0). Strings are uvarint length + bytes; the channel is
 // not stored (it is the bucket).
 //
-//	format(1) flags(1) [LastPolledAt time, if flagPolled] ts thread_ts        ← header
+//	format(1) flags(1) [RotatedAt time, if flagPolled] ts thread_ts           ← header
 //	user bot_id bot_name subtype text [edited.user edited.ts, if flagEdited]
 //	n_reactions{ name count(varint) n_users{ user } }
 //	reply_count(varint) latest_reply reply_watermark
 //	[MissingSince time, if flagMissing] record
+//	ext(1) [LastPolledAt time, if extPolled] [ThreadSyncedAt time, if extThreadSynced]
 //
+// The header time is the tail index time, m.RotatedAt(); the message's own
+// LastPolledAt is in the extension.
 // The header comes first so PutMessage and DeleteMessage can update the indexes from
 // the old record without decoding it whole; flagTimeline lets Timeline skip plain
 // replies undecoded.
-const formatMessage1 = 1
+const formatMessage = 2
 
 const (
 	flagTimeline = 1 << iota // m.InTimeline()
 	flagTracked              // m.IsTracked(): the record has a tail index entry
-	flagPolled               // LastPolledAt != nil
+	flagPolled               // RotatedAt() != nil: the header holds the tail index time
 	flagEdited               // Edited != nil
 	flagOwnPost
 	flagDeleted
@@ -41,7 +44,7 @@ func messageFlags(m *readmodel.Message) byte {
 	if m.IsTracked() {
 		f |= flagTracked
 	}
-	if m.LastPolledAt != nil {
+	if m.RotatedAt() != nil {
 		f |= flagPolled
 	}
 	if m.Edited != nil {
@@ -65,7 +68,7 @@ func messageFlags(m *readmodel.Message) byte {
 // messageSizeBound is an upper bound of the encoded size of m, so the arena can hand
 // out a slice append never outgrows.
 func messageSizeBound(m *readmodel.Message) int {
-	n := 2 + maxVarint*18 + len(m.TS) + len(m.ThreadTS) + len(m.User) + len(m.BotID) +
+	n := 3 + maxVarint*24 + len(m.TS) + len(m.ThreadTS) + len(m.User) + len(m.BotID) +
 		len(m.BotName) + len(m.Subtype) + len(m.Text) + len(m.LatestReply) +
 		len(m.ReplyWatermark) + len(m.Record)
 	if m.Edited != nil {
@@ -81,12 +84,19 @@ func messageSizeBound(m *readmodel.Message) int {
 	return n
 }
 
-// appendMessage appends the format-1 encoding of m to b.
+// Extension flags (the byte after record).
+const (
+	extPolled       = 1 << iota // LastPolledAt != nil
+	extThreadSynced             // ThreadSyncedAt != nil
+	extThreadGone               // ThreadGone
+)
+
+// appendMessage appends the format-2 encoding of m to b.
 func appendMessage(b []byte, m *readmodel.Message) []byte {
 	flags := messageFlags(m)
-	b = append(b, formatMessage1, flags)
-	if m.LastPolledAt != nil {
-		b = appendTime(b, *m.LastPolledAt)
+	b = append(b, formatMessage, flags)
+	if rot := m.RotatedAt(); rot != nil {
+		b = appendTime(b, *rot)
 	}
 	b = appendString(b, string(m.TS))
 	b = appendString(b, string(m.ThreadTS))
@@ -115,20 +125,37 @@ func appendMessage(b []byte, m *readmodel.Message) []byte {
 	if m.MissingSince != nil {
 		b = appendTime(b, *m.MissingSince)
 	}
-	return appendString(b, m.Record)
+	b = appendString(b, m.Record)
+	var ext byte
+	if m.LastPolledAt != nil {
+		ext |= extPolled
+	}
+	if m.ThreadSyncedAt != nil {
+		ext |= extThreadSynced
+	}
+	if m.ThreadGone {
+		ext |= extThreadGone
+	}
+	b = append(b, ext)
+	if m.LastPolledAt != nil {
+		b = appendTime(b, *m.LastPolledAt)
+	}
+	if m.ThreadSyncedAt != nil {
+		b = appendTime(b, *m.ThreadSyncedAt)
+	}
+	return b
 }
 
 // decodeMessage decodes a message value of channel. The result shares no memory with v.
 func decodeMessage(channel string, v []byte) (readmodel.Message, error) {
 	r := reader{s: string(v)}
 	m := readmodel.Message{Channel: channel}
-	if f := r.byte(); r.err == nil && f != formatMessage1 {
+	if f := r.byte(); r.err == nil && f != formatMessage {
 		return m, fmt.Errorf("unknown message format %d", f)
 	}
 	flags := r.byte()
 	if flags&flagPolled != 0 {
-		t := r.time()
-		m.LastPolledAt = &t
+		r.time() // the tail index time, derived from the fields below
 	}
 	m.TS = readmodel.TS(r.string())
 	m.ThreadTS = readmodel.TS(r.string())
@@ -163,6 +190,16 @@ func decodeMessage(channel string, v []byte) (readmodel.Message, error) {
 		m.MissingSince = &t
 	}
 	m.Record = r.string()
+	ext := r.byte()
+	if ext&extPolled != 0 {
+		t := r.time()
+		m.LastPolledAt = &t
+	}
+	if ext&extThreadSynced != 0 {
+		t := r.time()
+		m.ThreadSyncedAt = &t
+	}
+	m.ThreadGone = ext&extThreadGone != 0
 	m.OwnPost = flags&flagOwnPost != 0
 	m.Deleted = flags&flagDeleted != 0
 	if err := r.end(); err != nil {
@@ -190,7 +227,7 @@ func readHeader(v []byte) (header, error) {
 	if len(v) < 2 {
 		return h, errTruncated
 	}
-	if v[0] != formatMessage1 {
+	if v[0] != formatMessage {
 		return h, fmt.Errorf("unknown message format %d", v[0])
 	}
 	h.flags = v[1]

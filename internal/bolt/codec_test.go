@@ -52,7 +52,7 @@ func TestCorruptValueIsAnErrorNamingTheKey(t *testing.T) {
 	putAll(t, s, msg("1718906000.000100"))
 	err := s.DB().Update(func(btx *bolt.Tx) error {
 		k := readmodel.TS("1718906000.000100").Key()
-		return btx.Bucket(bChan).Bucket([]byte("C1")).Bucket(bMsgs).Put(k[:], []byte{formatMessage1, flagTimeline | flagTracked, 200})
+		return btx.Bucket(bChan).Bucket([]byte("C1")).Bucket(bMsgs).Put(k[:], []byte{formatMessage, flagTimeline | flagTracked, 200})
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -132,7 +132,7 @@ func checkIndexes(t *testing.T, s *Store, channels []string) {
 				want.Messages++
 				if m.IsTracked() {
 					want.Tracked++
-					wantTail[ch+"/"+string(m.TS)] = m.LastPolledAt
+					wantTail[ch+"/"+string(m.TS)] = m.RotatedAt()
 				}
 				if m.IsReply() {
 					threads[m.ThreadTS] = append(threads[m.ThreadTS], m.TS)
@@ -171,10 +171,10 @@ func checkIndexes(t *testing.T, s *Store, channels []string) {
 		for i, e := range tail {
 			p, ok := wantTail[e.Channel+"/"+string(e.TS)]
 			// Compare as tail keys: a poll time at the epoch is clamped to 1ns (0 is never).
-			if !ok || (p == nil) != (e.LastPolledAt == nil) || polledKeyOf(p) != polledKeyOf(e.LastPolledAt) {
+			if !ok || (p == nil) != (e.RotatedAt == nil) || polledKeyOf(p) != polledKeyOf(e.RotatedAt) {
 				t.Errorf("stale tail entry %+v (record: %v, %v)", e, ok, p)
 			}
-			if i > 0 && polledKeyOf(tail[i-1].LastPolledAt) > polledKeyOf(e.LastPolledAt) {
+			if i > 0 && polledKeyOf(tail[i-1].RotatedAt) > polledKeyOf(e.RotatedAt) {
 				t.Errorf("tail out of order at %d", i)
 			}
 		}

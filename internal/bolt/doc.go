@@ -18,7 +18,7 @@
 //	    "n"                      counters: messages, threads, tracked (3 × uint64 big-endian)
 //	tail/                        the tail index, one entry per tracked message (m.IsTracked()),
 //	                             ordered by polled | channel | 0x00 | tskey, where polled is
-//	                             LastPolledAt as big-endian unix nanoseconds (8 bytes), 0 for
+//	                             RotatedAt() as big-endian unix nanoseconds (8 bytes), 0 for
 //	                             never polled: a walk from First yields never-polled first,
 //	                             then least recently polled, ties by channel then ts. Entries
 //	                             with the same polled and channel are packed into chunks of

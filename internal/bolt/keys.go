@@ -24,7 +24,7 @@ var (
 	maxPolled = time.Unix(0, math.MaxInt64)
 )
 
-// polledKey returns the tail index time of a LastPolledAt: unix nanoseconds, clamped
+// polledKey returns the tail index time of a RotatedAt: unix nanoseconds, clamped
 // to [1, MaxInt64] so that 0 stays "never polled" and the order stays time order.
 func polledKey(t time.Time) uint64 {
 	switch {

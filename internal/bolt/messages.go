@@ -33,7 +33,7 @@ func msgDecodeError(channel string, k []byte, err error) error {
 }
 
 // PutMessage replaces the record of (m.Channel, m.TS) and moves its index entries: the
-// thread index entry follows m.ThreadTS, the tail entry follows m.LastPolledAt. It reads
+// thread index entry follows m.ThreadTS, the tail entry follows m.RotatedAt(). It reads
 // only the header of the old record. m.TS must be valid, m.ThreadTS empty or valid.
 // After an error the transaction's indexes may be half updated: return the error from
 // the Update callback so that it rolls back.
@@ -80,7 +80,7 @@ func (t *tx) PutMessage(m readmodel.Message) error {
 	if had && old.isReply() && !sameThread {
 		t.oldParent = tsKeyOf(old.threadTS)
 	}
-	polled := polledKeyOf(m.LastPolledAt)
+	polled := polledKeyOf(m.RotatedAt())
 	sameTail := had && old.tracked() && m.IsTracked() && old.polled == polled
 
 	v := t.arena.alloc(messageSizeBound(&m))
@@ -246,7 +246,7 @@ func (t *tx) Timeline(channel string, oldest, latest readmodel.TS, fn func(readm
 			break
 		}
 		// Only a value we can read the flags of is skipped undecoded.
-		if len(v) >= 2 && v[0] == formatMessage1 && v[1]&flagTimeline == 0 {
+		if len(v) >= 2 && v[0] == formatMessage && v[1]&flagTimeline == 0 {
 			continue
 		}
 		m, err := decodeMessage(channel, v)

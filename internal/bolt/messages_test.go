@@ -13,6 +13,7 @@ import (
 // fullMessage sets every field of Message to a non-zero value.
 func fullMessage() readmodel.Message {
 	polled := time.Date(2026, 11, 30, 10, 0, 0, 123456789, time.UTC)
+	synced := polled.Add(-time.Hour)
 	missing := time.Date(2026, 11, 29, 9, 30, 0, 1, time.UTC)
 	return readmodel.Message{
 		Channel:  "C0AAAAAAA",
@@ -36,6 +37,8 @@ func fullMessage() readmodel.Message {
 		MissingSince:   &missing,
 		Record:         "ticket-42",
 		LastPolledAt:   &polled,
+		ThreadSyncedAt: &synced,
+		ThreadGone:     true,
 	}
 }
 

@@ -225,7 +225,7 @@ func (t *tx) writeChunks(b *bolt.Bucket, prefix, oldKey []byte, items []tailItem
 // polled, ties by channel then ts, skipping those skip (if non-nil) rejects. It walks
 // the tail index from its start: O(log size) to position, then one step per entry
 // returned or skipped (and at most one partly read chunk of tailChunkMax entries).
-// LastPolledAt in the result is in UTC at nanosecond precision.
+// RotatedAt in the result is in UTC at nanosecond precision.
 func (t *tx) TailOldest(n int, skip func(readmodel.TailEntry) bool) ([]readmodel.TailEntry, error) {
 	if n <= 0 {
 		return nil, nil
@@ -263,7 +263,7 @@ func (t *tx) TailOldest(n int, skip func(readmodel.TailEntry) bool) ([]readmodel
 			if key := ts.Key(); !bytes.Equal(key[:], it.tsKey) || key == zeroKey && !ts.Valid() {
 				return nil, fmt.Errorf("store: tail chunk %x: ts %q does not match its key", k, it.ts)
 			}
-			e := readmodel.TailEntry{Ref: readmodel.Ref{Channel: channel, TS: ts}, LastPolledAt: polled}
+			e := readmodel.TailEntry{Ref: readmodel.Ref{Channel: channel, TS: ts}, RotatedAt: polled}
 			if skip == nil || !skip(e) {
 				out = append(out, e)
 			}

@@ -49,8 +49,8 @@ func TestTailOldestOrder(t *testing.T) {
 		if diff := cmp.Diff(want, tailRefs(got)); diff != "" {
 			t.Errorf("TailOldest (-want +got):\n%s", diff)
 		}
-		if got[0].LastPolledAt != nil || got[4].LastPolledAt == nil || !got[4].LastPolledAt.Equal(*at(100)) {
-			t.Errorf("LastPolledAt: never polled = %v, first polled = %v", got[0].LastPolledAt, got[4].LastPolledAt)
+		if got[0].RotatedAt != nil || got[4].RotatedAt == nil || !got[4].RotatedAt.Equal(*at(100)) {
+			t.Errorf("LastPolledAt: never polled = %v, first polled = %v", got[0].RotatedAt, got[4].RotatedAt)
 		}
 		first2, _ := tx.TailOldest(2, nil)
 		if diff := cmp.Diff(want[:2], tailRefs(first2)); diff != "" {
@@ -249,7 +249,7 @@ func TestTailRepollWholeStore(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			if len(got) != 3 || got[0].TS != "1718900000.000000" || !got[0].LastPolledAt.Equal(*at(100 + round)) {
+			if len(got) != 3 || got[0].TS != "1718900000.000000" || !got[0].RotatedAt.Equal(*at(100 + round)) {
 				t.Errorf("round %d: TailOldest inside the transaction = %+v", round, got)
 			}
 			return nil
@@ -258,4 +258,36 @@ func TestTailRepollWholeStore(t *testing.T) {
 			t.Errorf("round %d: %d tail entries, want %d", round, got, n)
 		}
 	}
+}
+
+// A thread parent rotates by the older of its own read and its thread's last full
+// read: phase 1 re-reads parents in the bulk window every tick, but only a thread read
+// sees an edited older reply.
+func TestTailOrdersThreadParentsByThreadSync(t *testing.T) {
+	s := openTemp(t)
+	parent := readmodel.Message{Channel: "C1", TS: "1718906000.000000", ThreadTS: "1718906000.000000",
+		ReplyCount: 1, LatestReply: "1718906001.000000", LastPolledAt: at(500), ThreadSyncedAt: at(100)}
+	plain := readmodel.Message{Channel: "C1", TS: "1718906100.000000", LastPolledAt: at(300)}
+	gone := parent
+	gone.TS, gone.ThreadTS, gone.ThreadGone = "1718906200.000000", "1718906200.000000", true
+	gone.LastPolledAt, gone.ThreadSyncedAt = at(400), at(50)
+	putAll(t, s, parent, plain, gone)
+	view(t, s, func(tx readmodel.Tx) error {
+		got, err := tx.TailOldest(3, func(readmodel.TailEntry) bool { return false })
+		if err != nil {
+			t.Fatal(err)
+		}
+		var order []readmodel.TS
+		for _, e := range got {
+			order = append(order, e.TS)
+		}
+		want := []readmodel.TS{parent.TS, plain.TS, gone.TS}
+		if fmt.Sprint(order) != fmt.Sprint(want) {
+			t.Fatalf("tail order = %v, want %v (parent by its thread sync at 100, gone thread by its own read at 400)", order, want)
+		}
+		if !got[0].RotatedAt.Equal(*at(100)) {
+			t.Errorf("parent RotatedAt = %v, want %v", got[0].RotatedAt, at(100))
+		}
+		return nil
+	})
 }

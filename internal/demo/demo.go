@@ -272,9 +272,9 @@ func currentTicks(mu *sync.Mutex, r *Result) int {
 	return r.Ticks
 }
 
-// oldestPolled returns the last_polled_at of the least recently polled tracked
-// message in a conversation the poller reads (status ok), zero when one was never
-// polled. Conversations it cannot read keep stale data by design.
+// oldestPolled returns the RotatedAt of the least recently refreshed tracked message
+// (with its thread, for a parent) in a conversation the poller reads (status ok), zero
+// when one was never read. Conversations it cannot read keep stale data by design.
 func oldestPolled(s rm.Store) (time.Time, error) {
 	var t time.Time
 	err := s.View(func(tx rm.Tx) error {
@@ -286,10 +286,10 @@ func oldestPolled(s rm.Store) (time.Time, error) {
 			return err
 		}
 		e, err := tx.TailOldest(1, func(e rm.TailEntry) bool { return !readable[e.Channel] })
-		if err != nil || len(e) == 0 || e[0].LastPolledAt == nil {
+		if err != nil || len(e) == 0 || e[0].RotatedAt == nil {
 			return err
 		}
-		t = *e[0].LastPolledAt
+		t = *e[0].RotatedAt
 		return nil
 	})
 	return t, err

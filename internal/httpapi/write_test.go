@@ -37,7 +37,7 @@ func TestTrackAddsANeverPolledMessageWithItsRecord(t *testing.T) {
 			return err
 		}
 		for _, h := range head {
-			if h.TS == ts && h.LastPolledAt == nil {
+			if h.TS == ts && h.RotatedAt == nil {
 				return nil
 			}
 		}

@@ -35,6 +35,7 @@ func merge(old *Message, read Message, id *Identity, now time.Time) Message {
 	}
 	if old != nil {
 		m.ReplyWatermark = old.ReplyWatermark
+		m.ThreadSyncedAt, m.ThreadGone = old.ThreadSyncedAt, old.ThreadGone
 		m.Record = old.Record
 	}
 	m.MissingSince = nil

@@ -103,8 +103,29 @@ type Message struct {
 	MissingSince   *time.Time `json:"missing_since"`
 	Record         string     `json:"record"`
 	// LastPolledAt is when the message itself was last read; nil for a message added
-	// by track and never read. It orders the tail rotation.
+	// by track and never read.
 	LastPolledAt *time.Time `json:"last_polled_at"`
+	// ThreadSyncedAt is when a thread parent's whole reply set was last read.
+	ThreadSyncedAt *time.Time `json:"thread_synced_at"`
+	// ThreadGone is set when conversations.replies answered thread_not_found: Slack's
+	// final word that the thread is gone; only the parent's own reads continue.
+	ThreadGone bool `json:"thread_gone"`
+}
+
+// RotatedAt is the tail rotation's clock for m: when m was last read and, for a thread
+// parent whose thread still exists, when its whole thread was last read — the older
+// of the two, since the tail re-reads both together. nil (never) sorts first. A parent
+// inside the bulk window is re-read by every phase 1, but an edit or deletion of an
+// older reply, or a reaction on a reply, shows only in a thread read: so its thread
+// ages in the rotation like any message.
+func (m *Message) RotatedAt() *time.Time {
+	if m.LastPolledAt == nil || !m.IsParent() || m.ThreadGone {
+		return m.LastPolledAt
+	}
+	if m.ThreadSyncedAt == nil || m.ThreadSyncedAt.Before(*m.LastPolledAt) {
+		return m.ThreadSyncedAt
+	}
+	return m.LastPolledAt
 }
 
 // IsReply reports whether m is a thread reply (thread_ts set and different from ts).

@@ -102,7 +102,7 @@ func TestThreadCutShortWritesNothing(t *testing.T) {
 	oldWM := getMsg(t, store, ch, parent).ReplyWatermark
 
 	src.setThread(ch, parent, msg(ch, ts(900, 0), "U2", "r1 edited"), msg(ch, ts(800, 0), "U2", "r2"))
-	src.fail(rm.MethodReplies, ch, transient(), 1) // the first page fails
+	src.fail(rm.MethodReplies, ch, transient(), -1) // every replies call this tick fails
 	clock.Advance(time.Minute)
 	mustTick(t, p)
 	if got := getReplies(t, store, ch, parent); len(got) != 1 || got[0].Text != "r1" {
@@ -125,7 +125,9 @@ func TestThreadFailingOnSecondPageWritesNothing(t *testing.T) {
 
 	src.setThread(ch, parent, msg(ch, ts(900, 0), "U2", "r1 edited"), msg(ch, ts(800, 0), "U2", "r2"))
 	failing := &secondCallFails{stubSource: src}
-	p = rm.NewPoller(store, failing, rm.PollerConfig{Conversations: []string{ch}, Budget: defaultBudget(), Now: clock.Now})
+	noTail := defaultBudget()
+	noTail.TailFetches = 0 // no second attempt through the tail in this tick
+	p = rm.NewPoller(store, failing, rm.PollerConfig{Conversations: []string{ch}, Budget: noTail, Now: clock.Now})
 	clock.Advance(time.Minute)
 	mustTick(t, p)
 	if failing.n < 2 {
@@ -632,5 +634,30 @@ func TestTrackRecordRules(t *testing.T) {
 	m := getMsg(t, store, ch, x)
 	if m.Record != "ticket-42" || m.LastPolledAt != nil {
 		t.Fatalf("placeholder = %+v", m)
+	}
+}
+
+// A parent inside the bulk window is re-read by phase 1 every tick, but an edit of an
+// older reply does not move latest_reply: only the tail's thread read sees it, so the
+// thread must age in the rotation even though the parent itself is fresh.
+func TestTailRereadsThreadOfParentInsideBulkWindow(t *testing.T) {
+	src := newStub()
+	src.addChannel(ch)
+	parent := ts(1000, 0) // inside the 72h window
+	src.post(msg(ch, parent, "U1", "parent"))
+	src.setThread(ch, parent, msg(ch, ts(900, 0), "U2", "r1"), msg(ch, ts(800, 0), "U2", "r2"))
+	p, store, clock := newPoller(t, src, ch)
+	mustTick(t, p)
+	src.setThread(ch, parent, msg(ch, ts(900, 0), "U2", "r1 edited"), msg(ch, ts(800, 0), "U2", "r2"))
+	for i := 0; i < 2; i++ {
+		clock.Advance(time.Minute)
+		mustTick(t, p)
+	}
+	if got := getReplies(t, store, ch, parent); got[0].Text != "r1 edited" {
+		t.Fatalf("older reply edit under a parent in the bulk window not seen: %q", got[0].Text)
+	}
+	m := getMsg(t, store, ch, parent)
+	if m.ThreadSyncedAt == nil || m.ThreadSyncedAt.Before(epoch.Add(time.Minute)) {
+		t.Fatalf("thread_synced_at = %v, want a re-read after the first tick", m.ThreadSyncedAt)
 	}
 }

@@ -38,8 +38,9 @@ type Tx interface {
 	Message(channel string, ts TS) (Message, bool, error)
 	// PutMessage replaces the record of (m.Channel, m.TS) with m. It keeps the derived
 	// indexes current: the thread index (a reply is listed under its ThreadTS) and, for
-	// tracked messages (m.IsTracked()), the tail index ordered by LastPolledAt with
-	// never-polled (nil) first. m.TS must be valid.
+	// tracked messages (m.IsTracked()), the tail index ordered by m.RotatedAt() with
+	// never (nil) first. m.TS must be valid. After an error the transaction must be
+	// rolled back (return the error from the Update callback).
 	PutMessage(m Message) error
 	// DeleteMessage removes the record of (channel, ts) and its index entries; deleting
 	// a missing record is not an error.
@@ -51,8 +52,8 @@ type Tx interface {
 	// oldest <= ts <= latest, ascending by ts. "" for oldest or latest leaves that end
 	// open. Returning ErrStopIteration ends the walk with a nil error.
 	Timeline(channel string, oldest, latest TS, fn func(Message) error) error
-	// TailOldest returns up to n tracked messages least recently polled first (never
-	// polled first; ties by channel then ts), skipping those for which skip returns
+	// TailOldest returns up to n tracked messages least recently rotated first (by
+	// RotatedAt, never first; ties by channel then ts), skipping those for which skip returns
 	// true. Its cost grows with n and the skipped entries, not with the store size.
 	TailOldest(n int, skip func(TailEntry) bool) ([]TailEntry, error)
 	// Counts returns, for one channel, the number of stored message records, of thread
@@ -85,11 +86,11 @@ type Tx interface {
 	PutLastTick(s TickSummary) error
 }
 
-// TailEntry is one entry of the tail index: a tracked message and when it was last
-// polled (nil: never).
+// TailEntry is one entry of the tail index: a tracked message and its RotatedAt (nil:
+// never read, or a thread never read whole), in UTC.
 type TailEntry struct {
 	Ref
-	LastPolledAt *time.Time
+	RotatedAt *time.Time
 }
 
 // ChannelCounts are per-conversation totals for status.

@@ -5,7 +5,8 @@ package readmodel
 // with its whole thread (conversations.replies returns the parent and then the
 // replies), even when its watermark has not moved: that bounds the changes the
 // watermark cannot see — an edited or deleted older reply, a reaction on a reply.
-// Other messages get the exact single-message history read.
+// Other messages, and parents whose thread is gone, get the exact single-message
+// history read.
 func (t *tick) tail() error {
 	if t.left.TailFetches <= 0 {
 		return nil
@@ -14,7 +15,7 @@ func (t *tick) tail() error {
 	err := t.p.store.View(func(tx Tx) error {
 		var err error
 		entries, err = tx.TailOldest(t.left.TailFetches, func(e TailEntry) bool {
-			return !t.eligible[e.Channel] || (e.LastPolledAt != nil && !e.LastPolledAt.Before(t.start))
+			return !t.eligible[e.Channel] || (e.RotatedAt != nil && !e.RotatedAt.Before(t.start))
 		})
 		return err
 	})
@@ -31,18 +32,17 @@ func (t *tick) tail() error {
 		if !t.take(&t.left.TailFetches, "tail_fetches") {
 			return nil
 		}
-		withThread, err := t.isLiveParent(e.Ref)
-		if err != nil {
+		var m Message
+		err := t.p.store.View(func(tx Tx) error {
+			var err error
+			m, _, err = tx.Message(e.Channel, e.TS)
 			return err
+		})
+		if err != nil {
+			return storeErr(err)
 		}
-		if withThread && t.left.RepliesCalls > 0 {
-			var latest TS
-			_ = t.p.store.View(func(tx Tx) error {
-				m, _, err := tx.Message(e.Channel, e.TS)
-				latest = m.LatestReply
-				return err
-			})
-			err = t.readThread(e.Ref, latest)
+		if m.IsParent() && !m.ThreadGone && t.left.RepliesCalls > 0 {
+			err = t.readThread(e.Ref, m.LatestReply)
 		} else {
 			err = t.readOne(e.Ref)
 		}
@@ -55,28 +55,4 @@ func (t *tick) tail() error {
 		t.noteStop("budget:tail_fetches")
 	}
 	return t.syncThreads() // threads whose latest_reply moved, seen by single reads
-}
-
-// isLiveParent reports whether the tracked message is a thread parent whose thread
-// still exists. A parent whose thread is gone (deleted, no replies left) gets only its
-// own single read.
-func (t *tick) isLiveParent(ref Ref) (bool, error) {
-	var live bool
-	err := t.p.store.View(func(tx Tx) error {
-		m, ok, err := tx.Message(ref.Channel, ref.TS)
-		if err != nil || !ok {
-			return err
-		}
-		if !m.IsParent() {
-			return nil
-		}
-		if !m.Deleted {
-			live = true
-			return nil
-		}
-		replies, err := tx.Replies(ref.Channel, ref.TS)
-		live = len(replies) > 0
-		return err
-	})
-	return live, storeErr(err)
 }

@@ -144,6 +144,7 @@ func (t *tick) writeThread(parent Ref, latestReply TS, r *threadRead) error {
 			p = Message{Channel: parent.Channel, TS: parent.TS, ThreadTS: parent.TS, LatestReply: latestReply}
 		}
 		p.ReplyWatermark = watermark
+		p.ThreadSyncedAt = &now
 		return tx.PutMessage(p)
 	})
 	if err != nil {
@@ -176,6 +177,7 @@ func (t *tick) threadGone(parent Ref) error {
 			return err
 		}
 		p.Deleted = true
+		p.ThreadGone = true
 		p.ReplyWatermark = p.LatestReply
 		return tx.PutMessage(p)
 	}))

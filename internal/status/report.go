@@ -166,13 +166,15 @@ func (r *Report) addConversations(tx rm.Tx, configured []string) error {
 	return nil
 }
 
-// addCoverage reads the head of the tail index: never-polled entries sort first, so
-// skipping them leads to the oldest last_polled_at, and the skips count them. The cost
-// is the number of never-polled entries, not the store size.
+// addCoverage reads the head of the tail index, which is ordered by RotatedAt: when a
+// tracked message and, for a thread parent, its whole thread were last read. Entries
+// never read (or whose thread was never read whole) sort first, so skipping them leads
+// to the oldest refresh, and the skips count them. The cost is the number of
+// never-read entries, not the store size.
 func (r *Report) addCoverage(tx rm.Tx) error {
 	never := 0
 	oldest, err := tx.TailOldest(1, func(e rm.TailEntry) bool {
-		if e.LastPolledAt == nil {
+		if e.RotatedAt == nil {
 			never++
 			return true
 		}
@@ -183,7 +185,7 @@ func (r *Report) addCoverage(tx rm.Tx) error {
 	}
 	r.Coverage.NeverPolled = never
 	if len(oldest) == 1 {
-		at := oldest[0].LastPolledAt.UTC()
+		at := oldest[0].RotatedAt.UTC()
 		r.Coverage.OldestPolledAt = &at
 		r.Coverage.OldestPolledAgeSeconds = seconds(max(r.GeneratedAt.Sub(at), 0))
 	}
