@@ -1,19 +1,15 @@
 package config
 
 import (
-	"maps"
 	"slices"
+
+	"github.com/slackpoll/slackpoll/internal/readmodel"
 )
 
-// Rate profiles (slack.rate_profile).
+// Rate profiles (slack.rate_profile); the tables live in readmodel.
 const (
-	// ProfileNonMarketplace is for commercially distributed apps not approved
-	// for the Slack Marketplace: conversations.history and
-	// conversations.replies 1 request per minute each (Slack, 2025).
-	ProfileNonMarketplace = "non_marketplace"
-	// ProfileInternal is for apps created in their own workspace and not
-	// distributed: Tier 3 (50 requests per minute) for history and replies.
-	ProfileInternal = "internal"
+	ProfileNonMarketplace = readmodel.ProfileNonMarketplace
+	ProfileInternal       = readmodel.ProfileInternal
 )
 
 // DiscoverMember is the discover value that also polls every conversation
@@ -22,55 +18,26 @@ const DiscoverMember = "member"
 
 // Slack methods that slackpoll calls; the allowed keys of slack.rates.
 const (
-	MethodAuthTest             = "auth.test"
-	MethodConversationsHistory = "conversations.history"
-	MethodConversationsReplies = "conversations.replies"
-	MethodConversationsInfo    = "conversations.info"
-	MethodUsersInfo            = "users.info"
-	MethodUsersConversations   = "users.conversations"
+	MethodAuthTest             = readmodel.MethodAuthTest
+	MethodConversationsHistory = readmodel.MethodHistory
+	MethodConversationsReplies = readmodel.MethodReplies
+	MethodConversationsInfo    = readmodel.MethodConversationInfo
+	MethodUsersInfo            = readmodel.MethodUsersInfo
+	MethodUsersConversations   = readmodel.MethodUsersConversations
 )
 
-var methods = []string{
-	MethodAuthTest,
-	MethodConversationsHistory,
-	MethodConversationsReplies,
-	MethodConversationsInfo,
-	MethodUsersInfo,
-	MethodUsersConversations,
-}
-
-// profiles gives requests per minute per method (Slack tiers: Tier 1 = 1,
-// Tier 3 = 50, Tier 4 = 100; auth.test is "special", called once).
-var profiles = map[string]map[string]float64{
-	ProfileNonMarketplace: {
-		MethodAuthTest:             100,
-		MethodConversationsHistory: 1,
-		MethodConversationsReplies: 1,
-		MethodConversationsInfo:    50,
-		MethodUsersInfo:            100,
-		MethodUsersConversations:   50,
-	},
-	ProfileInternal: {
-		MethodAuthTest:             100,
-		MethodConversationsHistory: 50,
-		MethodConversationsReplies: 50,
-		MethodConversationsInfo:    50,
-		MethodUsersInfo:            100,
-		MethodUsersConversations:   50,
-	},
-}
+var methods = readmodel.Methods()
 
 // Methods returns the Slack methods slackpoll paces, in a fixed order.
-func Methods() []string { return slices.Clone(methods) }
+func Methods() []string { return readmodel.Methods() }
 
 // Profiles returns the names of the rate profiles, sorted.
-func Profiles() []string { return slices.Sorted(maps.Keys(profiles)) }
+func Profiles() []string { return readmodel.Profiles() }
 
 // ProfileRates returns the requests per minute of every method under the
 // named profile, and whether the profile exists.
 func ProfileRates(profile string) (map[string]float64, bool) {
-	p, ok := profiles[profile]
-	return maps.Clone(p), ok
+	return readmodel.ProfileRates(profile)
 }
 
 // RatesPerMinute returns the effective requests per minute of every method in

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+
+	"github.com/slackpoll/slackpoll/internal/readmodel"
 )
 
 // Log levels and formats (log.level, log.format).
@@ -79,7 +81,7 @@ func (v *validator) slack() {
 	s := &v.c.Slack
 	v.secret("slack.token", s.Token)
 	v.apiURL()
-	if _, ok := profiles[s.RateProfile]; !ok {
+	if _, ok := readmodel.ProfileRates(s.RateProfile); !ok {
 		v.fail("slack.rate_profile", "unknown rate profile %q (allowed: %s)", s.RateProfile, strings.Join(Profiles(), ", "))
 	}
 	if s.Rates == nil {

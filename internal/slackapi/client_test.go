@@ -48,33 +48,6 @@ func TestAPIURLGetsTrailingSlash(t *testing.T) {
 	})
 }
 
-func TestProfileRates(t *testing.T) {
-	nm, err := ProfileRates(ProfileNonMarketplace)
-	if err != nil {
-		t.Fatal(err)
-	}
-	in, _ := ProfileRates(ProfileInternal)
-	for m, want := range map[string][2]float64{
-		readmodel.MethodHistory:            {1, 50},
-		readmodel.MethodReplies:            {1, 50},
-		readmodel.MethodConversationInfo:   {50, 50},
-		readmodel.MethodUsersInfo:          {100, 100},
-		readmodel.MethodAuthTest:           {100, 100},
-		readmodel.MethodUsersConversations: {20, 20},
-	} {
-		if nm[m] != want[0] || in[m] != want[1] {
-			t.Errorf("%s: non_marketplace %v internal %v, want %v", m, nm[m], in[m], want)
-		}
-	}
-	nm[readmodel.MethodHistory] = 600 // the map is the caller's to override
-	if again, _ := ProfileRates(ProfileNonMarketplace); again[readmodel.MethodHistory] != 1 {
-		t.Error("ProfileRates returned a shared map")
-	}
-	if _, err := ProfileRates("tier9"); err == nil {
-		t.Error("unknown profile accepted")
-	}
-}
-
 // TestTokenNeverInErrorsOrLogs drives every failure path with debug logging on and
 // checks that neither the errors (with their whole Unwrap chain) nor the log contain
 // the token — while the fake did receive it.

@@ -18,12 +18,6 @@ const DefaultAPIURL = "https://slack.com/api/"
 // DefaultRequestTimeout bounds one HTTP attempt (not the pacing wait before it).
 const DefaultRequestTimeout = 30 * time.Second
 
-// Rate profile names accepted by ProfileRates (config key slack.rate_profile).
-const (
-	ProfileNonMarketplace = "non_marketplace"
-	ProfileInternal       = "internal"
-)
-
 // Options configures New.
 type Options struct {
 	// Token is the bot token (xoxb-…). It is never logged nor put in an error.
@@ -57,44 +51,7 @@ type Options struct {
 }
 
 // Methods lists the Slack methods the adapter calls, in a fixed order.
-var Methods = []string{
-	readmodel.MethodAuthTest,
-	readmodel.MethodHistory,
-	readmodel.MethodReplies,
-	readmodel.MethodConversationInfo,
-	readmodel.MethodUsersInfo,
-	readmodel.MethodUsersConversations,
-}
-
-// ProfileRates returns a fresh map of requests per minute per method for a rate
-// profile (design.md §1, facts §B3/B4):
-//
-//   - "non_marketplace": conversations.history and conversations.replies 1/min (the
-//     2025 limit for commercially distributed apps not in the Marketplace);
-//   - "internal": history and replies 50/min (Tier 3).
-//
-// Both profiles use conversations.info 50, users.info 100, auth.test 100 and
-// users.conversations 20 per minute. The map is the caller's: set keys to override a
-// method. An unknown profile is an error naming the valid ones.
-func ProfileRates(profile string) (map[string]float64, error) {
-	var threadRate float64
-	switch profile {
-	case ProfileNonMarketplace:
-		threadRate = 1
-	case ProfileInternal:
-		threadRate = 50
-	default:
-		return nil, fmt.Errorf("unknown rate profile %q: want %q or %q", profile, ProfileNonMarketplace, ProfileInternal)
-	}
-	return map[string]float64{
-		readmodel.MethodHistory:            threadRate,
-		readmodel.MethodReplies:            threadRate,
-		readmodel.MethodConversationInfo:   50,
-		readmodel.MethodUsersInfo:          100,
-		readmodel.MethodAuthTest:           100,
-		readmodel.MethodUsersConversations: 20,
-	}, nil
-}
+var Methods = readmodel.Methods()
 
 // normalizeAPIURL returns u with a trailing "/", or an error if u is not an absolute
 // http(s) URL.
@@ -117,7 +74,7 @@ func normalizeAPIURL(u string) (string, error) {
 // resolveRates fills methods missing from rates with the non_marketplace profile and
 // rejects unknown methods and non-positive rates.
 func resolveRates(rates map[string]float64) (map[string]float64, error) {
-	out, _ := ProfileRates(ProfileNonMarketplace)
+	out, _ := readmodel.ProfileRates(readmodel.ProfileNonMarketplace)
 	known := make(map[string]bool, len(Methods))
 	for _, m := range Methods {
 		known[m] = true

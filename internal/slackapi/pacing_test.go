@@ -44,8 +44,7 @@ func TestTwentyPerMinuteSpacesCallsThreeSecondsApart(t *testing.T) {
 		f.handle("users.conversations", func(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, `{"ok":true,"channels":[],"response_metadata":{"next_cursor":""}}`)
 		})
-		rates, _ := ProfileRates(ProfileNonMarketplace) // users.conversations: 20/min
-		c := newTestClient(t, f, rates)
+		c := newTestClient(t, f, map[string]float64{readmodel.MethodUsersConversations: 20})
 		for range 5 {
 			if _, _, err := c.MemberConversations(bg, nil, ""); err != nil {
 				t.Fatal(err)
