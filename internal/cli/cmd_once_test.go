@@ -1,0 +1,106 @@
+package cli
+
+import (
+	"context"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/slackpoll/slackpoll/internal/converge"
+	"github.com/slackpoll/slackpoll/internal/slackfake"
+)
+
+// onceWorkspace is a fake Slack on loopback with one channel, a thread, an edit and a
+// reaction, and a config pointing slack.api_url at it.
+func onceWorkspace(t *testing.T) (*slackfake.Server, string) {
+	t.Helper()
+	fake := slackfake.New(slackfake.Options{})
+	for _, err := range []error{
+		fake.AddUser(slackfake.User{ID: "U0AVERY00", DisplayName: "avery", RealName: "Avery Example"}),
+		fake.AddUser(slackfake.User{ID: "U0BEE0000", RealName: "Bee Example"}),
+		fake.AddConversation(slackfake.PublicChannel("C0GENERAL", "general")),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	parent, err := fake.Post("C0GENERAL", "U0AVERY00", "Deploy finished")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reply, _ := fake.Reply("C0GENERAL", parent, "U0BEE0000", "thanks")
+	_ = fake.Edit("C0GENERAL", reply, "thanks!")
+	_ = fake.React("C0GENERAL", parent, "U0BEE0000", "white_check_mark")
+	srv := httptest.NewServer(fake)
+	t.Cleanup(srv.Close)
+	cfg := writeConfig(t, cfgOpts{
+		store: filepath.Join(t.TempDir(), "slackpoll.db"), apiURL: srv.URL, // no trailing "/": added
+		slack: fake.Token(), convs: []string{"C0GENERAL"},
+	})
+	return fake, cfg
+}
+
+// `slackpoll once` against the fake on loopback builds a store that `slackpoll export`
+// prints in the export format, equal to the workspace.
+func TestOnceThenExportMatchesTheWorkspace(t *testing.T) {
+	fake, cfg := onceWorkspace(t)
+	if code, _, errOut := runCLI(context.Background(), "once", "--config", cfg); code != ExitOK {
+		t.Fatalf("once: exit %d: %s", code, errOut)
+	}
+	// One tick reads the messages, then the thread, then the users they name.
+	code, out, errOut := runCLI(context.Background(), "export", "--config", cfg)
+	if code != ExitOK {
+		t.Fatalf("export: exit %d: %s", code, errOut)
+	}
+	model, err := converge.ReadLines(strings.NewReader(out))
+	if err != nil {
+		t.Fatalf("export is not the §6 format: %v\n%s", err, out)
+	}
+	if rep := converge.Diff(model, converge.Lines(fake.Truth()), ""); len(rep.Differences) > 0 {
+		t.Fatalf("export differs from the workspace:\n%s\n%s", strings.Join(rep.Differences, "\n"), out)
+	}
+	if len(model.Messages) != 1 || len(model.Messages[0].Replies) != 1 || len(model.Users) != 2 {
+		t.Fatalf("export = %d messages, %d users:\n%s", len(model.Messages), len(model.Users), out)
+	}
+	if m := model.Messages[0]; m.LastPolledAt == nil || m.UserLabel != "avery" || m.Replies[0].UserLabel != "Bee Example" {
+		t.Fatalf("message line = %+v", m)
+	}
+}
+
+func TestOnceWithRevokedTokenExits1(t *testing.T) {
+	fake, cfg := onceWorkspace(t)
+	fake.RevokeToken()
+	code, _, errOut := runCLI(context.Background(), "once", "--config", cfg)
+	if code != ExitRuntime || !strings.Contains(errOut, "token_revoked") || strings.Contains(errOut, fake.Token()) {
+		t.Fatalf("exit %d, stderr %q: want 1 naming token_revoked, without the token", code, errOut)
+	}
+}
+
+func TestOnceWithoutTokenIsAConfigError(t *testing.T) {
+	cfg := writeConfig(t, cfgOpts{store: filepath.Join(t.TempDir(), "s.db"), convs: []string{"C0GENERAL"}})
+	code, _, errOut := runCLI(context.Background(), "once", "--config", cfg)
+	if code != ExitUsage || !strings.Contains(errOut, "SLACK_BOT_TOKEN") {
+		t.Fatalf("exit %d, stderr %q: want 2 saying how to set the token", code, errOut)
+	}
+}
+
+func TestUsageErrorsExit2(t *testing.T) {
+	for _, args := range [][]string{{}, {"frobnicate"}, {"track", "C1"}, {"export", "extra"}, {"once", "--no-such-flag"}} {
+		if code, _, _ := runCLI(context.Background(), args...); code != ExitUsage {
+			t.Errorf("slackpoll %v: exit %d, want 2", args, code)
+		}
+	}
+}
+
+// Flags may follow the positional arguments (design §4).
+func TestFlagsAfterPositionalArguments(t *testing.T) {
+	cfg := writeConfig(t, cfgOpts{store: filepath.Join(t.TempDir(), "s.db")})
+	code, out, errOut := runCLI(context.Background(), "track", "C0GENERAL", "1718906000.000100", "--record", "ticket-42", "--config", cfg)
+	if code != ExitOK || !strings.Contains(out, "ticket-42") {
+		t.Fatalf("exit %d out %q err %q", code, out, errOut)
+	}
+	if code, _, _ := runCLI(context.Background(), "track", "C0GENERAL", "1718906000.000100", "--record", "ticket-43", "--config", cfg); code != ExitRuntime {
+		t.Fatalf("tracking with another record: exit %d, want 1", code)
+	}
+}
