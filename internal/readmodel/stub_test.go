@@ -374,3 +374,15 @@ func replyTS(ms []rm.Message) []rm.TS {
 	}
 	return out
 }
+
+// ids returns the stub's conversation IDs.
+func (s *stubSource) ids() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for id := range s.infos {
+		out = append(out, id)
+	}
+	slices.Sort(out)
+	return out
+}
