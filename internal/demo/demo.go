@@ -52,6 +52,23 @@ type Options struct {
 	// MaxRotations bounds the wait for convergence after the last change, in tail
 	// rotations; past it the differences found are reported.
 	MaxRotations int
+	// MaxTicks, if positive, bounds that wait in ticks instead of MaxRotations.
+	MaxTicks int
+	// Faults are the kinds of fault injected at FaultRate; nil means every kind but
+	// Slow (see demoFaults).
+	Faults []slackfake.FaultKind
+	// Disruptive lets the mutations also archive and unarchive conversations and
+	// remove the bot from and re-add it to them (slackfake.Mutator.Disruptive).
+	Disruptive bool
+	// FakeRates overrides the fake's limit (requests per minute) for some methods.
+	// Below RatePerMinute, the client outpaces Slack and gets real 429s with a
+	// Retry-After.
+	FakeRates map[string]int
+	// RequestTimeout bounds one HTTP attempt (default 5s).
+	RequestTimeout time.Duration
+	// InfoRefresh is the poller's conversations.info refresh and per-conversation
+	// retry period (0 = the poller's default, 1h).
+	InfoRefresh time.Duration
 	// Dir holds the store file.
 	Dir string
 	// Loopback serves the fake on 127.0.0.1 (as `slackpoll demo` does); otherwise it is
@@ -75,9 +92,13 @@ func DefaultOptions() Options {
 	}
 }
 
-// maxTicks bounds the wait for convergence after the last change: MaxRotations
-// rotations of the tracked set the tail can cover, at TailFetches per tick.
+// maxTicks bounds the wait for convergence after the last change: MaxTicks if set,
+// else MaxRotations rotations of the tracked set the tail can cover, at TailFetches
+// per tick.
 func (o *Options) maxTicks() int {
+	if o.MaxTicks > 0 {
+		return o.MaxTicks
+	}
 	perRotation := (o.Size.Messages + o.Track) / max(1, o.Budget.TailFetches)
 	return o.MaxRotations * (perRotation + 2)
 }
@@ -91,12 +112,19 @@ var demoFaults = []slackfake.FaultKind{
 
 // Result is what a run measured.
 type Result struct {
+	// Report is the last comparison: the first one with differences after the read
+	// model had matched (a regression), else the last one made.
 	Report converge.Report
-	// Mutations applied; Ticks run in all; TicksToConverge after the last change.
-	Mutations, Ticks, TicksToConverge int
-	Calls                             map[string]int
-	Tracked                           int
-	Elapsed                           time.Duration
+	// Mutations applied (Skipped of them found nothing to act on); Ticks run in all;
+	// TicksToConverge: ticks after the last change until the read model first
+	// matched the truth, -1 if it never did.
+	Mutations, Skipped, Ticks, TicksToConverge int
+	Calls                                      map[string]int
+	Tracked                                    int
+	Elapsed                                    time.Duration
+	// Requests is the fake's request log (slackfake.Server.Requests), for rate
+	// compliance checks.
+	Requests []slackfake.Request
 }
 
 // Run runs the demo until the read model matches the truth after the last change, or
@@ -118,6 +146,14 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	for _, m := range slackapi.Methods {
 		rates[m] = o.RatePerMinute
 		fakeRates[m] = int(o.RatePerMinute)
+	}
+	maps.Copy(fakeRates, o.FakeRates)
+	if o.RequestTimeout <= 0 {
+		o.RequestTimeout = 5 * time.Second
+	}
+	faults := o.Faults
+	if faults == nil {
+		faults = demoFaults
 	}
 	fake := slackfake.New(slackfake.Options{
 		PageCap: o.PageCap, RatePerMinute: fakeRates, ReactionUsersCap: 8,
@@ -141,7 +177,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	}
 	defer store.Close()
 	src, err := slackapi.New(slackapi.Options{
-		Token: fake.Token(), APIURL: apiURL, HTTPClient: httpClient, RequestTimeout: 5 * time.Second,
+		Token: fake.Token(), APIURL: apiURL, HTTPClient: httpClient, RequestTimeout: o.RequestTimeout,
 		Rates: rates, Pacing: slackapi.StorePacing(store), Logger: o.Log,
 	})
 	if err != nil {
@@ -155,7 +191,8 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	)
 	poller := rm.NewPoller(store, src, rm.PollerConfig{
 		Conversations: convs, Budget: o.Budget, Interval: o.Interval,
-		SoftDeadline: 30 * time.Second, BulkWindow: window, UserCacheTTL: o.UserCacheTTL, Logger: o.Log,
+		SoftDeadline: 30 * time.Second, BulkWindow: window, UserCacheTTL: o.UserCacheTTL,
+		InfoRefresh: o.InfoRefresh, Logger: o.Log,
 		OnTick: func(s rm.TickSummary) {
 			mu.Lock()
 			res.Ticks++
@@ -184,24 +221,27 @@ func Run(ctx context.Context, o Options) (Result, error) {
 
 	fmt.Fprintf(o.Out, "fake workspace: %d conversations; %d older messages tracked; mutating for %s with %.1f%% injected faults\n",
 		len(convs), tracked, o.MutateFor, 100*o.FaultRate)
-	fake.SetFaultRate(demoFaults, o.FaultRate)
+	fake.SetFaultRate(faults, o.FaultRate)
 	mut := slackfake.NewMutator(fake, o.Seed)
+	mut.Disruptive = o.Disruptive
 	until := time.Now().Add(o.MutateFor)
 	for time.Now().Before(until) {
-		mut.Step()
+		if d := mut.Step(); strings.HasPrefix(d, "skip") || strings.Contains(d, "(skipped") {
+			res.Skipped++
+		}
 		res.Mutations++
 		if err := sleep(ctx, o.MutateEvery); err != nil {
 			return res, err
 		}
 	}
-	lastChange := time.Now()
-	fmt.Fprintf(o.Out, "%d changes applied; waiting for a full tail rotation after the last one\n", res.Mutations)
+	fmt.Fprintf(o.Out, "%d changes applied; comparing after every tick until the read model matches, then for a full tail rotation more\n", res.Mutations)
 
-	// Converged means: every tracked message re-read after the last change and after
-	// the user cache could have expired, then a clean comparison.
-	ref := lastChange.Add(o.UserCacheTTL)
-	rotations := 0
+	// Converged: the first comparison with no difference. The run goes on until every
+	// tracked message has been re-read once more (a later read must not undo it), a
+	// comparison differs again (a regression, reported), or maxTicks have passed.
 	tickAtChange := currentTicks(&mu, &res)
+	res.TicksToConverge = -1
+	var convergedAt time.Time
 	for {
 		select {
 		case <-ctx.Done():
@@ -210,27 +250,34 @@ func Run(ctx context.Context, o Options) (Result, error) {
 			return res, fmt.Errorf("poller stopped: %w", err)
 		case <-ticks:
 		}
-		oldest, err := oldestPolled(store)
-		if err != nil {
-			return res, err
-		}
 		after := currentTicks(&mu, &res) - tickAtChange
-		if oldest.Before(ref) && after < o.maxTicks() {
-			continue
-		}
-		rotations++
-		ref = time.Now()
 		model, err := converge.ModelLines(store, convs)
 		if err != nil {
 			return res, err
 		}
 		since := rm.TSFromUnix(time.Now().Add(-window).Unix())
 		res.Report = converge.Diff(model, converge.Lines(fake.Truth()), since)
-		if len(res.Report.Differences) == 0 || rotations >= o.MaxRotations || after >= o.maxTicks() {
+		clean := len(res.Report.Differences) == 0
+		if !clean && res.TicksToConverge >= 0 {
+			break // regression
+		}
+		if clean && res.TicksToConverge < 0 {
+			res.TicksToConverge, convergedAt = after, time.Now()
+		}
+		if after >= o.maxTicks() {
 			break
 		}
+		if res.TicksToConverge >= 0 {
+			oldest, err := oldestPolled(store)
+			if err != nil {
+				return res, err
+			}
+			if !oldest.Before(convergedAt) {
+				break
+			}
+		}
 	}
-	res.TicksToConverge = currentTicks(&mu, &res) - tickAtChange
+	res.Requests = fake.Requests()
 	res.Elapsed = time.Since(start)
 	_ = store.View(func(tx rm.Tx) error {
 		return tx.Conversations(func(c rm.Conversation) error {

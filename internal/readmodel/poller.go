@@ -81,6 +81,9 @@ type Poller struct {
 	rotation     int                 // which conversation goes first in phase 1
 	pendingUsers map[string]struct{} // user IDs seen but not (freshly) resolved
 	lastDiscover time.Time
+	// Tail throughput of the last ticks, for the rotation period estimate.
+	tailSamples  []tailSample
+	lastFinished time.Time
 }
 
 // NewPoller returns a Poller writing to store and reading from src.

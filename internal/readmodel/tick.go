@@ -121,9 +121,22 @@ func (t *tick) finish(err error) TickSummary {
 	return t.sum
 }
 
-// estimateRotation sets Tracked and RotationPeriod: with TailRead tail reads per tick
-// and one tick per max(interval, tick duration), every tracked message is re-read
-// within ceil(tracked/TailRead) ticks. 0 means unknown (no tail read this tick).
+// rotationWindow is how many recent ticks the tail throughput is averaged over.
+const rotationWindow = 16
+
+// tailSample is one tick's tail throughput: reads over the time since the previous
+// tick ended (the tick itself plus the wait before it, pacing included).
+type tailSample struct {
+	reads int
+	span  time.Duration
+}
+
+// estimateRotation sets Tracked and RotationPeriod: the time the tail rotation takes
+// to re-read every tracked message at the tail throughput of the last ticks, reads
+// per unit of wall time including the pauses between ticks. A single tick is a poor
+// estimate at 1 request per minute: the number of reads before the soft deadline and
+// the wait for the next call vary from tick to tick. 0 means unknown (no tail read in
+// the window).
 func (t *tick) estimateRotation() {
 	tracked := 0
 	_ = t.p.store.View(func(tx Tx) error {
@@ -134,15 +147,27 @@ func (t *tick) estimateRotation() {
 		})
 	})
 	t.sum.Tracked = tracked
-	if t.sum.TailRead == 0 {
+	since := t.sum.Started
+	if !t.p.lastFinished.IsZero() {
+		since = t.p.lastFinished
+	}
+	t.p.lastFinished = t.sum.Finished
+	// The next tick starts no sooner than one interval after this one did.
+	span := max(t.sum.Finished.Sub(since), t.p.cfg.Interval)
+	t.p.tailSamples = append(t.p.tailSamples, tailSample{t.sum.TailRead, span})
+	if len(t.p.tailSamples) > rotationWindow {
+		t.p.tailSamples = t.p.tailSamples[1:]
+	}
+	var reads int
+	span = 0
+	for _, s := range t.p.tailSamples {
+		reads += s.reads
+		span += s.span
+	}
+	if reads == 0 || span <= 0 {
 		return
 	}
-	period := t.p.cfg.Interval
-	if d := t.sum.Finished.Sub(t.sum.Started); d > period {
-		period = d
-	}
-	ticks := (tracked + t.sum.TailRead - 1) / t.sum.TailRead
-	t.sum.RotationPeriod = time.Duration(ticks) * period
+	t.sum.RotationPeriod = time.Duration(float64(span) * float64(tracked) / float64(reads)).Round(time.Second)
 }
 
 // classify turns a call's error into what the tick does next: nil to go on with the

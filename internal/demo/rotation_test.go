@@ -1,0 +1,84 @@
+package demo
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	boltstore "github.com/slackpoll/slackpoll/internal/bolt"
+	rm "github.com/slackpoll/slackpoll/internal/readmodel"
+	"github.com/slackpoll/slackpoll/internal/slackapi"
+	"github.com/slackpoll/slackpoll/internal/slackfake"
+)
+
+// The rotation period a tick reports is the worst-case staleness promise (design §1):
+// every tracked message must be re-read within it (plus one interval). Measured for
+// both rate profiles, with 200 tracked messages older than the bulk window, default
+// budgets and a non-Marketplace page cap of 15, against the period reported once the
+// throughput window has seen a few ticks (the first tick's reads are not paced by the
+// bulk call that precedes later ones, so alone it is optimistic).
+func TestReportedRotationPeriodBoundsObservedRotation(t *testing.T) {
+	for _, profile := range []string{rm.ProfileNonMarketplace, rm.ProfileInternal} {
+		t.Run(profile, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) { measureRotation(t, profile) })
+		})
+	}
+}
+
+func measureRotation(t *testing.T, profile string) {
+	fake := slackfake.New(slackfake.Options{PageCap: 15, OmitBlocks: true})
+	must(t, fake.AddUser(slackfake.User{ID: "U0AAAAAAA", DisplayName: "avery"}))
+	must(t, fake.AddConversation(slackfake.PublicChannel("C0GENERAL", "general")))
+	store, err := boltstore.Open(t.TempDir()+"/rotation.db", boltstore.Options{NoSync: true})
+	must(t, err)
+	defer store.Close()
+	for i := 0; i < 200; i++ {
+		ts, err := fake.Post("C0GENERAL", "U0AAAAAAA", "older")
+		must(t, err)
+		must(t, rm.Track(store, "C0GENERAL", ts, ""))
+	}
+	time.Sleep(100 * time.Hour) // now older than the 72h window: only the tail reads them
+
+	rates, _ := rm.ProfileRates(profile)
+	src, err := slackapi.New(slackapi.Options{Token: fake.Token(), APIURL: "http://slack.fake/api/", HTTPClient: fake.Client(), Rates: rates})
+	must(t, err)
+	interval := time.Minute
+	var bound time.Duration // the rotation period the latest tick reported
+	ticks := 0
+	p := rm.NewPoller(store, src, rm.PollerConfig{
+		Conversations: []string{"C0GENERAL"}, Interval: interval,
+		Budget: rm.Budget{HistoryPages: 8, RepliesCalls: 12, UsersInfoCalls: 20, TailFetches: 25},
+		OnTick: func(s rm.TickSummary) {
+			if ticks++; ticks >= 4 && s.StopReason != rm.StopShutdown {
+				bound = s.RotationPeriod
+			}
+		},
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- p.Run(ctx) }()
+	start := time.Now()
+	for {
+		time.Sleep(10 * time.Second)
+		oldest, err := oldestPolled(store)
+		must(t, err)
+		if !oldest.IsZero() && oldest.After(start) {
+			break
+		}
+	}
+	observed := time.Since(start)
+	cancel()
+	must(t, <-done)
+	if bound == 0 || observed > bound+interval {
+		t.Fatalf("%s: all 200 tracked messages re-read after %s, but the last tick reported a rotation period of %s (+%s interval)", profile, observed, bound, interval)
+	}
+	t.Logf("%s: full rotation of 200 tracked messages observed in %s; reported rotation period %s", profile, observed, bound)
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
