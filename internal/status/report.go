@@ -58,12 +58,15 @@ type Coverage struct {
 	// added by track and not read yet.
 	Tracked     int `json:"tracked"`
 	NeverPolled int `json:"never_polled"`
-	// OldestPolledAt is the oldest last_polled_at of a tracked message that was read at
-	// least once; OldestPolledAgeSeconds its age at GeneratedAt. null when none was read.
+	// OldestPolledAt is the oldest refresh of a tracked message read at least once: its
+	// own last read or, for a thread parent, its thread's last whole read, whichever is
+	// older (readmodel.Message.RotatedAt); OldestPolledAgeSeconds its age at
+	// GeneratedAt. null when none was read.
 	OldestPolledAt         *time.Time `json:"oldest_last_polled_at"`
 	OldestPolledAgeSeconds *float64   `json:"oldest_last_polled_age_seconds"`
 	// RotationPeriodSeconds is the time the tail rotation needs to re-read every
-	// tracked message: tracked / tail reads per tick × max(interval, tick duration).
+	// tracked message: tracked ÷ the tail throughput of the last ticks (the poller's
+	// TickSummary.RotationPeriod).
 	// WorstCaseStalenessSeconds adds one interval: an edit or reaction the bulk window
 	// and the reply watermarks cannot see is in the model within that time. Both null
 	// when the last tick does not tell (no tick yet, or no tail read while some tracked

@@ -30,7 +30,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	p.line("")
 	cv := r.Coverage
-	p.line("tracked: %d messages (%d never polled); oldest last_polled_at: %s", cv.Tracked, cv.NeverPolled, r.timeAgo(cv.OldestPolledAt))
+	p.line("tracked: %d messages (%d never polled); oldest refresh: %s", cv.Tracked, cv.NeverPolled, r.timeAgo(cv.OldestPolledAt))
 	if cv.RotationPeriodSeconds != nil {
 		p.line("rotation period: %s; worst-case staleness: %s (rotation + one %s interval)",
 			dur(*cv.RotationPeriodSeconds), dur(*cv.WorstCaseStalenessSeconds), dur(r.IntervalSeconds))
