@@ -15,7 +15,7 @@ type RetryAfterReport struct {
 	// because no live client received them (Call.Lost).
 	WithRetryAfter, WithoutRetryAfter, Lost int
 	// MinMargin is the least time by which a call after a 429 cleared its wait.
-	MinMargin time.Duration
+	MinMargin  time.Duration
 	Violations []string
 }
 
