@@ -66,6 +66,11 @@ type Options struct {
 	FakeRates map[string]int
 	// RequestTimeout bounds one HTTP attempt (default 5s).
 	RequestTimeout time.Duration
+	// Setup, if set, is called with the fake once its workspace is generated, before
+	// the poller starts (tests queue faults with it). OnChange is called with the
+	// description of every change the mutator applies (slackfake.Mutator.Step).
+	Setup    func(*slackfake.Server)
+	OnChange func(string)
 	// InfoRefresh is the poller's conversations.info refresh and per-conversation
 	// retry period (0 = the poller's default, 1h).
 	InfoRefresh time.Duration
@@ -162,6 +167,9 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		OmitBlocks: true,
 	})
 	slackfake.Generate(fake, o.Seed, o.Size)
+	if o.Setup != nil {
+		o.Setup(fake)
+	}
 	convs := fake.ConversationIDs()
 	window := 72 * time.Hour
 
@@ -226,8 +234,12 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	mut.Disruptive = o.Disruptive
 	until := time.Now().Add(o.MutateFor)
 	for time.Now().Before(until) {
-		if d := mut.Step(); strings.HasPrefix(d, "skip") || strings.Contains(d, "(skipped") {
+		d := mut.Step()
+		if strings.HasPrefix(d, "skip") || strings.Contains(d, "(skipped") {
 			res.Skipped++
+		}
+		if o.OnChange != nil {
+			o.OnChange(d)
 		}
 		res.Mutations++
 		if err := sleep(ctx, o.MutateEvery); err != nil {

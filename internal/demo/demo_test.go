@@ -4,50 +4,286 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 	"github.com/slackpoll/slackpoll/internal/slackfake"
 )
 
+// seeds is the number of seeds of TestConvergesUnderMutationsAndFaults: 200 in CI
+// (about a minute on 2 cores). Long mode, e.g. before a release:
+//
+//	go test ./internal/demo -run TestConverges -seeds 10000 -timeout 6h
+var seeds = flag.Int("seeds", 200, "number of seeds TestConvergesUnderMutationsAndFaults runs")
+
+// firstSeed lets a long run continue where another stopped.
+var firstSeed = flag.Int64("first-seed", 1, "first seed TestConvergesUnderMutationsAndFaults runs")
+
+// allFaults are the injected failures of the simulation: every kind the fake has.
+// Slow stalls a response past the request timeout (a timeout, affordable in virtual
+// time).
+var allFaults = []slackfake.FaultKind{
+	slackfake.Status5xx, slackfake.ConnReset, slackfake.Slow, slackfake.MalformedJSON,
+	slackfake.TruncatedBody, slackfake.BadMessage, slackfake.RateLimitNoRetryAfter,
+	slackfake.RepeatCursor, slackfake.InvalidCursor,
+}
+
+// outpaced are the methods of which one per seed has a fake limit (requests per
+// minute) below the client's rate and below what a seed asks of it in its first
+// minute, so that Slack answers real 429s with a Retry-After.
+var outpaced = []struct {
+	method string
+	limit  int
+}{{rm.MethodHistory, 40}, {rm.MethodReplies, 30}, {rm.MethodUsersInfo, 12}}
+
 // TestConvergesUnderMutationsAndFaults runs the whole daemon (poller, slack-go client,
-// bbolt store) against the fake workspace in virtual time and requires the read model
-// to equal the truth after the last change.
+// bbolt store) against the fake workspace in virtual time, one seed per subtest. A
+// seed is a workspace, a stream of changes — posts, replies, broadcasts, bot posts,
+// edits, deletes of messages, replies and thread parents, reactions added and
+// removed, user renames and deactivations, archives and unarchives, the bot removed
+// and re-added — and faults, at random and at least one of each kind: 5xx, reset,
+// timeout, malformed and truncated bodies, a bad message in a page, 429 without
+// Retry-After, a repeated cursor, invalid_cursor; plus real 429s with Retry-After
+// from one method whose Slack limit is below the client's rate.
+//
+// After the last change the read model must equal the truth (converge.Diff) within
+// convergenceBound ticks, stay equal for a further full tail rotation, and the
+// request log must obey the pacing rules (checkRates).
 func TestConvergesUnderMutationsAndFaults(t *testing.T) {
-	for seed := int64(1); seed <= int64(*seeds); seed++ {
-		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) { convergeSeed(t, seed) })
+	var agg aggregate
+	t.Run("seeds", func(t *testing.T) {
+		for seed := *firstSeed; seed < *firstSeed+int64(*seeds); seed++ {
+			t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+				t.Parallel()
+				convergeSeed(t, seed, &agg)
+			})
+		}
+	})
+	t.Log(agg.String())
+}
+
+// seedOptions are the options of one seed: a small workspace (each seed costs a
+// fraction of a CPU-second), a short change phase, every fault kind.
+func seedOptions(seed int64) Options {
+	rng := rand.New(rand.NewPCG(uint64(seed), 0xc0ffee))
+	o := DefaultOptions()
+	o.Seed = seed
+	o.Loopback = false
+	o.Size = slackfake.GenSize{Conversations: 6, Messages: 300, Users: 12}
+	o.MutateFor = 8 * time.Second
+	o.MutateEvery = 40 * time.Millisecond
+	o.Disruptive = true
+	o.Faults = allFaults
+	o.FaultRate = 0.03
+	o.PageCap = []int{8, 15}[rng.IntN(2)]
+	o.Track = 60
+	o.Budget = rm.Budget{HistoryPages: 40, RepliesCalls: 80, UsersInfoCalls: 40, TailFetches: 30}
+	o.Interval = time.Second
+	o.UserCacheTTL = 5 * time.Second
+	o.InfoRefresh = 10 * time.Second
+	op := outpaced[rng.IntN(len(outpaced))]
+	o.FakeRates = map[string]int{op.method: op.limit}
+	// Run waits this long for convergence; the test then holds it to the tighter
+	// convergenceBound, so that slow convergence and none at all read differently.
+	o.MaxTicks = 300
+	return o
+}
+
+// queuedFaults are one fault of each kind, in a seeded order, each for a seeded
+// method it applies to, so that every seed meets every kind (random faults alone
+// would miss the rarer ones in some seeds).
+func queuedFaults(seed int64) []slackfake.Fault {
+	rng := rand.New(rand.NewPCG(uint64(seed), 1))
+	pages := []string{rm.MethodHistory, rm.MethodReplies}
+	any := append([]string{rm.MethodConversationInfo, rm.MethodUsersInfo}, pages...)
+	var out []slackfake.Fault
+	for _, i := range rng.Perm(len(allFaults)) {
+		k := allFaults[i]
+		methods := any
+		if k == slackfake.BadMessage || k == slackfake.RepeatCursor || k == slackfake.InvalidCursor {
+			methods = pages
+		}
+		out = append(out, slackfake.Fault{Kind: k, Method: methods[rng.IntN(len(methods))]})
+	}
+	return out
+}
+
+// convergenceBound is the number of ticks after the last change within which the read
+// model must match: what the poller's timers need — the user cache TTL and the
+// conversations.info refresh (for archives and the bot's membership) — plus two tail
+// rotations of the tracked set at TailFetches per tick (a message read just before
+// the last change waits a full rotation; a read lost to a fault, one more), plus
+// two ticks (the one in progress at the last change, and the bulk window read).
+func convergenceBound(o Options, tracked int) int {
+	timers := int((max(o.UserCacheTTL, o.InfoRefresh)+o.Interval-1)/o.Interval) + 1
+	rotation := (tracked + o.Budget.TailFetches - 1) / o.Budget.TailFetches
+	return timers + 2*rotation + 2
+}
+
+// seedResult is what one seed contributes to the aggregate.
+type seedResult struct {
+	mutations, ticksToConverge, bound int
+	changes                           map[string]int
+	faults                            map[slackfake.FaultKind]int
+	limited                           int
+}
+
+func convergeSeed(t *testing.T, seed int64, agg *aggregate) {
+	synctest.Test(t, func(t *testing.T) {
+		var out seedResult
+		defer func() { agg.add(out) }() // also when the seed fails
+		o := seedOptions(seed)
+		o.Dir = t.TempDir()
+		if testing.Verbose() && *seeds == 1 {
+			o.Out = os.Stdout
+		}
+		o.Setup = func(f *slackfake.Server) {
+			for _, q := range queuedFaults(seed) {
+				f.InjectFault(q)
+			}
+		}
+		out.changes = map[string]int{}
+		o.OnChange = func(d string) { out.changes[changeKind(d)]++ }
+
+		res, err := Run(context.Background(), o)
+		if err != nil {
+			t.Fatalf("%v\n%s", err, replay(seed))
+		}
+		out.mutations, out.ticksToConverge = res.Mutations, res.TicksToConverge
+		out.bound = convergenceBound(o, res.Tracked)
+		switch {
+		case len(res.Report.Differences) > 0 && res.TicksToConverge >= 0:
+			t.Errorf("read model matched after %d ticks, then differed again (%s):\n%s", res.TicksToConverge, res.Report, differences(res))
+		case len(res.Report.Differences) > 0:
+			t.Errorf("read model still differs %d ticks after the last change (%s):\n%s", res.Ticks, res.Report, differences(res))
+		case res.TicksToConverge > out.bound:
+			t.Errorf("read model matched %d ticks after the last change, want at most %d (%d tracked, %d per tick)",
+				res.TicksToConverge, out.bound, res.Tracked, o.Budget.TailFetches)
+		}
+		if res.Report.Messages == 0 || res.Mutations == res.Skipped {
+			t.Errorf("nothing compared or changed: %+v", res.Report)
+		}
+
+		if v := checkRates(res.Requests, rates(o), fakeRates(o)); len(v) > 0 {
+			t.Errorf("%d pacing violations in the request log, the first: %s", len(v), strings.Join(v[:min(len(v), 5)], "; "))
+		}
+		out.faults = map[slackfake.FaultKind]int{}
+		for _, r := range res.Requests {
+			out.faults[r.Fault]++
+		}
+		for _, k := range allFaults {
+			if out.faults[k] == 0 {
+				t.Errorf("fault %s was never injected", k)
+			}
+		}
+		out.limited, _ = rateStats(res.Requests)
+		if out.limited == 0 {
+			t.Errorf("no 429 with Retry-After: the fake's limits %v were never reached", o.FakeRates)
+		}
+		if t.Failed() {
+			t.Log(replay(seed))
+		}
+		t.Logf("%s after %d changes; matched %d ticks after the last change (bound %d); %d requests, %d 429s with Retry-After",
+			res.Report, res.Mutations, res.TicksToConverge, out.bound, len(res.Requests), out.limited)
+		perMethod := map[string]int{}
+		for _, r := range res.Requests {
+			perMethod[r.Method]++
+		}
+		t.Logf("DEBUG %v %v %s", perMethod, o.FakeRates, res.Requests[len(res.Requests)-1].Time.Sub(res.Requests[0].Time))
+	})
+}
+
+func replay(seed int64) string {
+	return fmt.Sprintf("replay: go test ./internal/demo -run 'TestConvergesUnderMutationsAndFaults/seeds/seed=%d$' -first-seed %d -seeds 1 -v", seed, seed)
+}
+
+func differences(res Result) string {
+	d := res.Report.Differences
+	return strings.Join(d[:min(10, len(d))], "\n")
+}
+
+// rates and fakeRates are the client's and the fake's requests per minute, as Run
+// sets them.
+func rates(o Options) map[string]float64 {
+	out := map[string]float64{}
+	for _, m := range rm.Methods() {
+		out[m] = o.RatePerMinute
+	}
+	return out
+}
+
+func fakeRates(o Options) map[string]int {
+	out := map[string]int{}
+	for _, m := range rm.Methods() {
+		out[m] = int(o.RatePerMinute)
+	}
+	for m, n := range o.FakeRates {
+		out[m] = n
+	}
+	return out
+}
+
+// changeKind names the kind of a mutator change from its description: its words up
+// to the first ID, ts or quote ("delete thread parent", "react", "skip").
+func changeKind(d string) string {
+	if strings.HasPrefix(d, "skip") || strings.Contains(d, "(skipped") {
+		return "skip"
+	}
+	var words []string
+	for _, w := range strings.Fields(d) {
+		if w == "by" || w == "on" || w == "to" || w == "from" || strings.ContainsAny(w, "0123456789:\"") {
+			break
+		}
+		words = append(words, w)
+	}
+	return strings.Join(words, " ")
+}
+
+// aggregate sums the seeds of one run, for the log.
+type aggregate struct {
+	mu                      sync.Mutex
+	seeds, mutations, limit int
+	ticks                   []int
+	changes                 map[string]int
+	faults                  map[slackfake.FaultKind]int
+}
+
+func (a *aggregate) add(r seedResult) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.changes == nil {
+		a.changes, a.faults = map[string]int{}, map[slackfake.FaultKind]int{}
+	}
+	a.seeds++
+	a.mutations += r.mutations
+	a.limit += r.limited
+	a.ticks = append(a.ticks, r.ticksToConverge)
+	for k, n := range r.changes {
+		a.changes[k] += n
+	}
+	for k, n := range r.faults {
+		a.faults[k] += n
 	}
 }
 
-var seeds = flag.Int("seeds", 3, "number of seeds TestConvergesUnderMutationsAndFaults runs")
-
-func convergeSeed(t *testing.T, seed int64) {
-	synctest.Test(t, func(t *testing.T) {
-		o := DefaultOptions()
-		o.Seed = seed
-		o.Loopback = false
-		o.Dir = t.TempDir()
-		o.Size = slackfake.GenSize{Conversations: 8, Messages: 800, Users: 20}
-		o.MutateFor = 20 * time.Second
-		o.MutateEvery = 50 * time.Millisecond
-		o.FaultRate = 0.02
-		if testing.Verbose() {
-			o.Out = os.Stdout
-		}
-		res, err := Run(context.Background(), o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(res.Report.Differences) > 0 {
-			t.Fatalf("read model differs from the workspace (%s):\n%s\nreplay: go test ./internal/demo -run 'TestConvergesUnderMutationsAndFaults/seed=%d$' -seeds %d -v",
-				res.Report, strings.Join(res.Report.Differences[:min(10, len(res.Report.Differences))], "\n"), seed, seed)
-		}
-		if res.Report.Messages == 0 || res.Mutations == 0 {
-			t.Fatalf("nothing compared: %+v", res)
-		}
-		t.Logf("%s after %d mutations, %d ticks (%d after the last change)", res.Report, res.Mutations, res.Ticks, res.TicksToConverge)
-	})
+func (a *aggregate) String() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.seeds == 0 {
+		return "no seed finished"
+	}
+	slices.Sort(a.ticks)
+	q := func(p float64) int { return a.ticks[int(p*float64(len(a.ticks)-1))] }
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d seeds, %.0f changes per seed; ticks from the last change to a match: min %d, median %d, p90 %d, p99 %d, max %d\n",
+		a.seeds, float64(a.mutations)/float64(a.seeds), a.ticks[0], q(0.5), q(0.9), q(0.99), a.ticks[len(a.ticks)-1])
+	fmt.Fprintf(&b, "changes: %v\nfaults: %v; 429s with Retry-After: %d", a.changes, a.faults, a.limit)
+	return b.String()
 }

@@ -173,9 +173,12 @@ func (p *Poller) logSummary(s TickSummary, err error) {
 	if len(s.Errors) > 0 {
 		attrs = append(attrs, "skipped", s.Errors)
 	}
-	if err != nil {
-		p.log.Error("tick ended", append(attrs, "err", err)...)
-		return
+	switch {
+	case errors.Is(err, context.Canceled):
+		p.log.Info("tick interrupted by shutdown; nothing partial was written", attrs...)
+	case err != nil:
+		p.log.Error("tick failed", append(attrs, "err", err)...)
+	default:
+		p.log.Info("tick", attrs...)
 	}
-	p.log.Info("tick", attrs...)
 }
