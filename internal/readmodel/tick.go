@@ -170,14 +170,11 @@ func (t *tick) estimateRotation() {
 	t.sum.RotationPeriod = time.Duration(float64(span) * float64(tracked) / float64(reads)).Round(time.Second)
 }
 
-// classify turns a call's error into what the tick does next: nil to go on with the
-// next item (the error was recorded), or an error that ends the tick.
+// fatal says whether a call's error ends the tick: shutdown (ctx cancelled) and a
+// rejected token do; anything else is recorded by the caller and the sweep goes on.
 func (t *tick) fatal(err error) error {
 	if t.ctx.Err() != nil {
 		return t.ctx.Err()
-	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) && t.ctx.Err() != nil {
-		return err
 	}
 	if ClassOf(err) == ClassToken {
 		return fmt.Errorf("%w: %w (check slack.token / SLACK_BOT_TOKEN and that the app is still installed)", ErrTokenRejected, err)
