@@ -1,0 +1,73 @@
+package crashtest
+
+import (
+	"net/url"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/slackpoll/slackpoll/internal/compliance"
+	rm "github.com/slackpoll/slackpoll/internal/readmodel"
+)
+
+// TestRestartCheckSeesLostPacingState shows that CheckRestarts, as TestCrashSafety
+// runs it, would catch a daemon that forgets its pacing across a restart: the same
+// kills, but with the store's pacing bucket emptied after each, make a restarted
+// daemon call auth.test at once, less than a spacing after the previous process did.
+func TestRestartCheckSeesLostPacingState(t *testing.T) {
+	slackpollBinary(t)
+	e := newEnv(t, 3)
+	cfg := e.writeConfig("slackpoll.yaml", "")
+	var restarts []time.Time
+	for i := range 4 {
+		sawAuth := make(chan struct{}, 1)
+		e.setHook(func(method string, _ url.Values) {
+			if method == rm.MethodAuthTest {
+				select {
+				case sawAuth <- struct{}{}:
+				default:
+				}
+			}
+		})
+		p := e.start(cfg)
+		if i > 0 {
+			restarts = append(restarts, p.started)
+		}
+		select {
+		case <-sawAuth:
+		case <-time.After(10 * time.Second):
+			p.kill(t)
+			t.Fatalf("no auth.test within 10 s:\n%s", p.out.tail(3000))
+		}
+		time.Sleep(50 * time.Millisecond)
+		p.kill(t)
+		forgetPacing(t, e.storePath)
+	}
+	spacing := map[string]time.Duration{rm.MethodAuthTest: compliance.Spacing(clientRates[rm.MethodAuthTest])}
+	r := compliance.CheckRestarts(e.rec.Calls(), restarts, spacing, jitter)
+	if len(r.Violations) == 0 {
+		t.Fatalf("a daemon without its pacing state called auth.test on time after every restart? %+v", r)
+	}
+	t.Logf("caught: %s", r.Violations[0])
+}
+
+// forgetPacing empties the pacing bucket of a store (see internal/bolt/doc.go).
+func forgetPacing(t *testing.T, path string) {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	err = db.Update(func(tx *bolt.Tx) error {
+		if err := tx.DeleteBucket([]byte("pacing")); err != nil {
+			return err
+		}
+		_, err := tx.CreateBucket([]byte("pacing"))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
