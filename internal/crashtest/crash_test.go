@@ -53,6 +53,9 @@ func TestCrashSafety(t *testing.T) {
 		byKind   = map[string]int{}
 		changes  int
 		episodes int
+		syncs    syncCount
+		// threadsChecked counts (kill, stored thread) pairs the invariants looked at.
+		threadsChecked int
 	)
 	for i := range kills {
 		if i > 0 {
@@ -61,7 +64,7 @@ func TestCrashSafety(t *testing.T) {
 				changes++
 			}
 		}
-		if i%raEvery == raEvery/2 {
+		if i%raEvery == min(raEvery/2, kills/2) { // at least one episode in a short run
 			e.fillHistoryWindow()
 			episodes++
 		}
@@ -98,6 +101,8 @@ func TestCrashSafety(t *testing.T) {
 			t.Logf("daemon output:\n%s", p.out.tail(3000))
 			t.FailNow()
 		}
+		syncs.add(before, after.threads, truth)
+		threadsChecked += len(after.threads)
 		before = after.threads
 		lost = append(lost, after.lost...)
 	}
@@ -112,8 +117,27 @@ func TestCrashSafety(t *testing.T) {
 	e.checkCompliance(t, calls, restarts)
 	t.Logf("%d kills in %v (%v), %d workspace changes, %d Retry-After episodes, %d calls checked; total %v",
 		kills, killPhase.Round(time.Millisecond), kindsString(byKind), changes, episodes, len(calls), time.Since(start).Round(time.Millisecond))
+	t.Logf("threads checked after kills: %d; reply sets that differed from the workspace at a start: %d written whole before the kill, %d left as they were",
+		threadsChecked, syncs.whole, syncs.kept)
 	if byKind[killMidThread.String()] == 0 {
 		t.Errorf("no kill landed between two pages of a thread sync (%v): the workspace has no thread longer than a page?", kindsString(byKind))
+	}
+}
+
+// syncCount shows that CheckWholeSets had work: stored threads whose replies differed
+// from the workspace when a process started, and whether the kill found them synced
+// (whole) or untouched (kept). CheckWholeSets fails on anything else.
+type syncCount struct{ whole, kept int }
+
+func (c *syncCount) add(before, after, truth Threads) {
+	for ref, got := range after {
+		switch {
+		case slices.Equal(before[ref], truth[ref]):
+		case slices.Equal(got, truth[ref]):
+			c.whole++
+		default:
+			c.kept++
+		}
 	}
 }
 
@@ -219,7 +243,9 @@ func (e *env) checkCompliance(t *testing.T, calls []compliance.Call, restarts []
 	}
 	stats, bad := compliance.CheckRates(calls, clientRates, jitter)
 	for _, s := range stats {
-		t.Logf("rate: %v", s)
+		if s.Calls > 0 {
+			t.Logf("rate: %v", s)
+		}
 	}
 	failf(t, "rates", bad)
 	ra := compliance.CheckRetryAfter(calls, spacing)
