@@ -76,6 +76,8 @@ type Options struct {
 	InfoRefresh time.Duration
 	// Dir holds the store file.
 	Dir string
+	// NoSync skips fsync on store commits (tests: the simulation never crashes).
+	NoSync bool
 	// Loopback serves the fake on 127.0.0.1 (as `slackpoll demo` does); otherwise it is
 	// reached through an in-memory transport, which tests run under testing/synctest.
 	Loopback bool
@@ -179,7 +181,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		defer srv.Close()
 		apiURL, httpClient = srv.URL+"/api/", &http.Client{}
 	}
-	store, err := boltstore.Open(filepath.Join(o.Dir, "demo.db"), boltstore.Options{})
+	store, err := boltstore.Open(filepath.Join(o.Dir, "demo.db"), boltstore.Options{NoSync: o.NoSync})
 	if err != nil {
 		return Result{}, err
 	}

@@ -41,7 +41,7 @@ var allFaults = []slackfake.FaultKind{
 var outpaced = []struct {
 	method string
 	limit  int
-}{{rm.MethodHistory, 40}, {rm.MethodReplies, 30}, {rm.MethodUsersInfo, 12}}
+}{{rm.MethodHistory, 40}, {rm.MethodReplies, 30}}
 
 // TestConvergesUnderMutationsAndFaults runs the whole daemon (poller, slack-go client,
 // bbolt store) against the fake workspace in virtual time, one seed per subtest. A
@@ -55,7 +55,7 @@ var outpaced = []struct {
 //
 // After the last change the read model must equal the truth (converge.Diff) within
 // convergenceBound ticks, stay equal for a further full tail rotation, and the
-// request log must obey the pacing rules (checkRates).
+// request log must obey the pacing rules (checkPacing, with internal/compliance).
 func TestConvergesUnderMutationsAndFaults(t *testing.T) {
 	var agg aggregate
 	t.Run("seeds", func(t *testing.T) {
@@ -76,15 +76,15 @@ func seedOptions(seed int64) Options {
 	o := DefaultOptions()
 	o.Seed = seed
 	o.Loopback = false
-	o.Size = slackfake.GenSize{Conversations: 6, Messages: 300, Users: 12}
-	o.MutateFor = 8 * time.Second
+	o.Size = slackfake.GenSize{Conversations: 10, Messages: 300, Users: 12}
+	o.MutateFor = 12 * time.Second
 	o.MutateEvery = 40 * time.Millisecond
 	o.Disruptive = true
 	o.Faults = allFaults
 	o.FaultRate = 0.03
-	o.PageCap = []int{8, 15}[rng.IntN(2)]
+	o.PageCap = []int{5, 8}[rng.IntN(2)]
 	o.Track = 60
-	o.Budget = rm.Budget{HistoryPages: 40, RepliesCalls: 80, UsersInfoCalls: 40, TailFetches: 30}
+	o.Budget = rm.Budget{HistoryPages: 60, RepliesCalls: 80, UsersInfoCalls: 40, TailFetches: 30}
 	o.Interval = time.Second
 	o.UserCacheTTL = 5 * time.Second
 	o.InfoRefresh = 10 * time.Second
@@ -92,7 +92,8 @@ func seedOptions(seed int64) Options {
 	o.FakeRates = map[string]int{op.method: op.limit}
 	// Run waits this long for convergence; the test then holds it to the tighter
 	// convergenceBound, so that slow convergence and none at all read differently.
-	o.MaxTicks = 300
+	o.MaxTicks = 100
+	o.NoSync = true
 	return o
 }
 
@@ -107,8 +108,12 @@ func queuedFaults(seed int64) []slackfake.Fault {
 	for _, i := range rng.Perm(len(allFaults)) {
 		k := allFaults[i]
 		methods := any
-		if k == slackfake.BadMessage || k == slackfake.RepeatCursor || k == slackfake.InvalidCursor {
+		switch k {
+		case slackfake.BadMessage:
 			methods = pages
+		case slackfake.RepeatCursor, slackfake.InvalidCursor:
+			// Most threads fit in one replies page; history windows rarely do.
+			methods = pages[:1]
 		}
 		out = append(out, slackfake.Fault{Kind: k, Method: methods[rng.IntN(len(methods))]})
 	}
@@ -144,13 +149,26 @@ func convergeSeed(t *testing.T, seed int64, agg *aggregate) {
 		if testing.Verbose() && *seeds == 1 {
 			o.Out = os.Stdout
 		}
+		var fake *slackfake.Server
 		o.Setup = func(f *slackfake.Server) {
+			fake = f
 			for _, q := range queuedFaults(seed) {
 				f.InjectFault(q)
 			}
 		}
 		out.changes = map[string]int{}
-		o.OnChange = func(d string) { out.changes[changeKind(d)]++ }
+		o.OnChange = func(d string) {
+			// Slack cannot archive an IM, but slackfake's Mutator does, and its IM
+			// objects have no is_archived: the truth would say archived while
+			// conversations.info never can. Undo such a change at once.
+			if id, ok := strings.CutPrefix(d, "archive D"); ok {
+				if err := fake.Unarchive("D" + id); err != nil {
+					t.Fatal(err)
+				}
+				d = "skip: archive of an IM, undone"
+			}
+			out.changes[changeKind(d)]++
+		}
 
 		res, err := Run(context.Background(), o)
 		if err != nil {
@@ -171,8 +189,9 @@ func convergeSeed(t *testing.T, seed int64, agg *aggregate) {
 			t.Errorf("nothing compared or changed: %+v", res.Report)
 		}
 
-		if v := checkRates(res.Requests, rates(o), fakeRates(o)); len(v) > 0 {
-			t.Errorf("%d pacing violations in the request log, the first: %s", len(v), strings.Join(v[:min(len(v), 5)], "; "))
+		violations, ra := checkPacing(res.Requests, rates(o), fakeRates(o))
+		if len(violations) > 0 {
+			t.Errorf("%d pacing violations in the request log, the first: %s", len(violations), strings.Join(violations[:min(len(violations), 5)], "; "))
 		}
 		out.faults = map[slackfake.FaultKind]int{}
 		for _, r := range res.Requests {
@@ -183,7 +202,7 @@ func convergeSeed(t *testing.T, seed int64, agg *aggregate) {
 				t.Errorf("fault %s was never injected", k)
 			}
 		}
-		out.limited, _ = rateStats(res.Requests)
+		out.limited = ra.WithRetryAfter
 		if out.limited == 0 {
 			t.Errorf("no 429 with Retry-After: the fake's limits %v were never reached", o.FakeRates)
 		}
@@ -192,11 +211,6 @@ func convergeSeed(t *testing.T, seed int64, agg *aggregate) {
 		}
 		t.Logf("%s after %d changes; matched %d ticks after the last change (bound %d); %d requests, %d 429s with Retry-After",
 			res.Report, res.Mutations, res.TicksToConverge, out.bound, len(res.Requests), out.limited)
-		perMethod := map[string]int{}
-		for _, r := range res.Requests {
-			perMethod[r.Method]++
-		}
-		t.Logf("DEBUG %v %v %s", perMethod, o.FakeRates, res.Requests[len(res.Requests)-1].Time.Sub(res.Requests[0].Time))
 	})
 }
 
