@@ -28,6 +28,8 @@ type Recorder struct {
 	calls []Call
 }
 
+var _ http.Handler = (*Recorder)(nil)
+
 // NewRecorder wraps next.
 func NewRecorder(next http.Handler) *Recorder { return &Recorder{next: next} }
 

@@ -3,7 +3,6 @@ package crashtest
 import (
 	"fmt"
 	"net"
-	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
@@ -209,5 +208,3 @@ func waitFor(timeout time.Duration, cond func() bool) bool {
 	}
 	return cond()
 }
-
-var _ http.Handler = (*compliance.Recorder)(nil)
