@@ -115,6 +115,12 @@ func (c *Client) call(ctx context.Context, method string, attempt attemptFunc) e
 		actx, cancel := context.WithTimeout(withCapture(ctx, cp), c.timeout)
 		start := time.Now()
 		err = attempt(actx, cp)
+		if err == nil && cp.got && !envelopeOK(cp.body) {
+			// slack-go's SlackResponse.Err() is nil for "ok": false without an error
+			// code, and the call would pass for an empty answer: an empty reply set
+			// would then replace a whole thread.
+			err = fmt.Errorf("%w: ok is false without an error code", errMalformed)
+		}
 		cancel()
 		took := time.Since(start)
 		if err == nil {

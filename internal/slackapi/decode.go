@@ -90,3 +90,15 @@ func rawTS(raw json.RawMessage) readmodel.TS {
 	}
 	return validTS(s)
 }
+
+// envelopeOK reports whether a Slack answer that slack-go accepted is one: "ok": true,
+// or "ok": false with an error code (which slack-go returned as an error, unless the
+// caller took it as an answer, as users.info's user_not_found). Every Web API answer
+// carries "ok" (see the method reference's output schemas).
+func envelopeOK(body []byte) bool {
+	var env struct {
+		Ok    bool   `json:"ok"`
+		Error string `json:"error"`
+	}
+	return json.Unmarshal(body, &env) == nil && (env.Ok || env.Error != "")
+}

@@ -86,10 +86,6 @@ func (c *Client) History(ctx context.Context, req readmodel.HistoryRequest) (rea
 	var page readmodel.Page
 	err := c.call(ctx, readmodel.MethodHistory, func(ctx context.Context, cp *capture) error {
 		resp, err := c.api.GetConversationHistoryContext(ctx, params)
-		if err == nil && !resp.Ok {
-			// SlackResponse.Err() is nil for ok:false without an error code.
-			err = fmt.Errorf("%w: ok is false without an error code", errMalformed)
-		}
 		if err != nil {
 			return c.salvage(readmodel.MethodHistory, req.Channel, err, cp, &page)
 		}

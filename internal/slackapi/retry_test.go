@@ -142,3 +142,35 @@ func TestRetriesPassTheLimiter(t *testing.T) {
 		}
 	})
 }
+
+// slack-go takes {"ok": false} without an error code for a success with nothing in
+// it. For conversations.replies that empty answer would replace a whole reply set:
+// every method must instead fail it as malformed (transient, retried).
+func TestOkFalseWithoutErrorCodeIsMalformedForEveryMethod(t *testing.T) {
+	calls := map[string]func(c *Client) error{
+		"conversations.replies": func(c *Client) error {
+			_, err := c.Replies(bg, readmodel.RepliesRequest{Channel: "C1", TS: "1700000000.000100", Limit: 1000, Cursor: "cur"})
+			return err
+		},
+		"conversations.history": func(c *Client) error { _, err := c.History(bg, historyReq("cur")); return err },
+		"users.info":            func(c *Client) error { _, err := c.UserInfo(bg, "U1"); return err },
+		"conversations.info":    func(c *Client) error { _, err := c.ConversationInfo(bg, "C1"); return err },
+		"auth.test":             func(c *Client) error { _, err := c.AuthTest(bg); return err },
+	}
+	for method, call := range calls {
+		t.Run(method, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f := newFake()
+				f.handle(method, func(w http.ResponseWriter, r *http.Request) { writeJSON(w, `{"ok":false}`) })
+				c := newTestClient(t, f, nil)
+				err := call(c)
+				if readmodel.ClassOf(err) != readmodel.ClassTransient || readmodel.CodeOf(err) != CodeMalformed {
+					t.Fatalf("err = %v, want transient %s", err, CodeMalformed)
+				}
+				if n := len(f.requests(method)); n != 4 {
+					t.Errorf("%d attempts, want 4 (retried as transient)", n)
+				}
+			})
+		})
+	}
+}
