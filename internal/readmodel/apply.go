@@ -84,9 +84,23 @@ func (t *tick) noteUsers(m *Message) {
 	}
 }
 
-// queueThread schedules a thread sync for a parent whose latest_reply moved.
-func (t *tick) queueThread(m *Message) {
-	if m.IsReply() || !needsThreadSync(m) {
+// unverifiedReplies reports whether m has stored replies that no whole-thread read
+// vouches for: thread_broadcast replies come with history pages, before (or without)
+// any read of their thread. When Slack then says m is no parent at all (its last
+// reply was deleted), or its thread was never read whole, only a thread read can
+// remove what is gone: latest_reply may be back to a watermark it equals.
+func unverifiedReplies(tx Tx, m *Message) (bool, error) {
+	if m.IsReply() || needsThreadSync(m) || (m.IsParent() && m.ThreadSyncedAt != nil) {
+		return false, nil
+	}
+	replies, err := tx.Replies(m.Channel, m.TS)
+	return len(replies) > 0, err
+}
+
+// queueThread schedules a thread sync for a parent whose latest_reply moved, or whose
+// stored replies need a whole-thread read to be confirmed (force).
+func (t *tick) queueThread(m *Message, force bool) {
+	if m.IsReply() || !(force || needsThreadSync(m)) {
 		return
 	}
 	ref := Ref{m.Channel, m.TS}

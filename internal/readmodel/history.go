@@ -79,14 +79,19 @@ func (t *tick) sweep(ch string) error {
 func (t *tick) applyPage(msgs []Message, seen map[TS]bool) error {
 	now := t.now()
 	var stored []Message
+	var unverified []bool
 	err := t.p.store.Update(func(tx Tx) error {
-		stored = stored[:0]
+		stored, unverified = stored[:0], unverified[:0]
 		for _, read := range msgs {
 			m, err := applyRead(tx, read, t.p.identity, now)
 			if err != nil {
 				return err
 			}
-			stored = append(stored, m)
+			u, err := unverifiedReplies(tx, &m)
+			if err != nil {
+				return err
+			}
+			stored, unverified = append(stored, m), append(unverified, u)
 		}
 		return nil
 	})
@@ -98,7 +103,7 @@ func (t *tick) applyPage(msgs []Message, seen map[TS]bool) error {
 		if seen != nil {
 			seen[m.TS] = true
 		}
-		t.queueThread(m)
+		t.queueThread(m, unverified[i])
 		t.noteUsers(m)
 	}
 	t.sum.MessagesWritten += len(stored)
