@@ -20,7 +20,7 @@ func (t *tick) authenticate() error {
 		if ferr := t.fatal(err); ferr != nil {
 			return ferr
 		}
-		return fmt.Errorf("auth.test: %w", err)
+		return fmt.Errorf("checking the token: %w", err)
 	}
 	id.CheckAt = t.now()
 	if err := t.p.store.Update(func(tx Tx) error { return tx.PutIdentity(id) }); err != nil {

@@ -142,6 +142,13 @@ func (e *APIError) Error() string {
 	if e.Needed != "" {
 		msg += " (needed scope: " + e.Needed + ")"
 	}
+	// A transport failure's code is ours ("connection_error"): the cause (refused,
+	// DNS, TLS, the URL) is what an operator needs. Slack's own codes are the cause.
+	if e.Err != nil {
+		if d := e.Err.Error(); d != e.Code {
+			msg += ": " + d
+		}
+	}
 	return msg
 }
 

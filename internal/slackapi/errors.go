@@ -84,6 +84,9 @@ func classify(method string, err error, token string) (ae *readmodel.APIError, r
 		return ae, retryableCodes[ser.Err]
 	case errors.As(err, &sce):
 		ae.Code = fmt.Sprintf(codeHTTPStatusPattern, sce.Code)
+		if sce.Code == 404 {
+			ae.Err = fmt.Errorf("%w (no such API method here: check slack.api_url)", ae.Err)
+		}
 		return ae, sce.Code >= 500
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &nerr) && nerr.Timeout():
 		ae.Code = CodeTimeout

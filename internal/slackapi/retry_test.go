@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -99,6 +100,10 @@ func TestConnectionResetRetriesThenClassTransient(t *testing.T) {
 		if n := rt.n.Load(); n != 4 {
 			t.Errorf("%d attempts, want 4", n)
 		}
+		// The operator needs the cause, not only our code for it.
+		if msg := err.Error(); !strings.Contains(msg, "connection reset") || strings.Count(msg, "users.info:") != 1 {
+			t.Errorf("error %q: want the cause (connection reset) and the method once", msg)
+		}
 		if d := time.Since(start); d < 7*time.Second {
 			t.Errorf("took %v, want >= 7s of backoff (1+2+4)", d)
 		}
@@ -173,4 +178,16 @@ func TestOkFalseWithoutErrorCodeIsMalformedForEveryMethod(t *testing.T) {
 			})
 		})
 	}
+}
+
+func TestHTTP404SaysToCheckTheAPIURL(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake()
+		f.handle("auth.test", func(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) })
+		c := newTestClient(t, f, nil)
+		_, err := c.AuthTest(bg)
+		if readmodel.CodeOf(err) != "http_404" || !strings.Contains(err.Error(), "slack.api_url") {
+			t.Fatalf("err = %v, want http_404 pointing at slack.api_url", err)
+		}
+	})
 }
