@@ -79,7 +79,10 @@ func (w *world) tick(rt http.RoundTripper) (sum rm.TickSummary, err error, panic
 	if err != nil {
 		return sum, err, nil
 	}
-	p := rm.NewPoller(w.store, src, rm.PollerConfig{Conversations: w.convs, Budget: budget, Interval: time.Minute})
+	// Users and conversations.info are re-read every tick (newWorld ticks a minute
+	// apart), so that their bad answers are met too.
+	p := rm.NewPoller(w.store, src, rm.PollerConfig{Conversations: w.convs, Budget: budget, Interval: time.Minute,
+		UserCacheTTL: time.Minute, InfoRefresh: time.Minute})
 	defer func() { panicked = recover() }()
 	sum, err = p.Tick(context.Background())
 	return sum, err, nil

@@ -134,6 +134,18 @@ func catalog() []slackCase {
 			twoCycle(m),
 		)
 	}
+	for _, m := range []string{rm.MethodUsersInfo, rm.MethodConversationInfo} {
+		object := map[string]string{rm.MethodUsersInfo: "user", rm.MethodConversationInfo: "channel"}[m]
+		cs = append(cs,
+			slackCase{name: m + "/ok false without error", method: m, after: answer(200, `{"ok":false}`), want: "malformed"},
+			slackCase{name: m + "/" + object + " is a string", method: m, after: setTop(object, "x"), want: "malformed"},
+			slackCase{name: m + "/" + object + " is null", method: m, after: setTop(object, nil), want: "malformed"},
+			slackCase{name: m + "/HTML with 502", method: m, after: answer(http.StatusBadGateway, htmlPage), want: "502"},
+			slackCase{name: m + "/truncated JSON", method: m, after: func(_ url.Values, st int, b []byte) (int, []byte) {
+				return st, b[:len(b)/2]
+			}, want: "malformed"},
+		)
+	}
 	return append(cs, largePage())
 }
 

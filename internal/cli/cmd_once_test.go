@@ -104,3 +104,11 @@ func TestFlagsAfterPositionalArguments(t *testing.T) {
 		t.Fatalf("tracking with another record: exit %d, want 1", code)
 	}
 }
+
+func TestOnceWithNothingToPollIsAConfigError(t *testing.T) {
+	cfg := writeConfig(t, cfgOpts{store: filepath.Join(t.TempDir(), "s.db"), apiURL: "http://127.0.0.1:1/", slack: "xoxb-test"})
+	code, _, errOut := runCLI(context.Background(), "once", "--config", cfg)
+	if code != ExitUsage || !strings.Contains(errOut, "nothing to poll") {
+		t.Fatalf("exit %d, stderr %q: want 2 saying there is nothing to poll", code, errOut)
+	}
+}

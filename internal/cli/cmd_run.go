@@ -30,6 +30,9 @@ func (c *cmdCtx) startDaemon() (*daemon, error) {
 	if err := cfg.RequireToken(); err != nil {
 		return nil, err
 	}
+	if len(cfg.Conversations) == 0 && cfg.Discover == "" {
+		return nil, usageErr("%s: nothing to poll: list conversation IDs under conversations, or set discover: member", cfg.File())
+	}
 	log := newLogger(cfg.Log, c.env.Stderr)
 	store, err := openStore(cfg)
 	if err != nil {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
+	"slices"
 	"time"
 )
 
@@ -146,10 +148,9 @@ func (p *Poller) Tick(ctx context.Context) (TickSummary, error) {
 	t := newTick(p, ctx)
 	err := t.run()
 	sum := t.finish(err)
-	if err == nil || !errors.Is(err, context.Canceled) {
-		if perr := p.store.Update(func(tx Tx) error { return tx.PutLastTick(sum) }); perr != nil && err == nil {
-			err = storeErr(perr)
-		}
+	// An interrupted tick is a last tick too: status shows it stopped on shutdown.
+	if perr := p.store.Update(func(tx Tx) error { return tx.PutLastTick(sum) }); perr != nil && err == nil {
+		err = storeErr(perr)
 	}
 	p.logSummary(sum, err)
 	if p.cfg.OnTick != nil {
@@ -159,16 +160,20 @@ func (p *Poller) Tick(ctx context.Context) (TickSummary, error) {
 }
 
 func (p *Poller) logSummary(s TickSummary, err error) {
+	var calls []any
+	for _, m := range slices.Sorted(maps.Keys(s.Calls)) {
+		calls = append(calls, slog.Int(m, s.Calls[m]))
+	}
 	attrs := []any{
 		"stop", s.StopReason,
-		"duration", s.Finished.Sub(s.Started).Round(time.Millisecond),
-		"calls", fmt.Sprint(s.Calls),
+		"duration", s.Finished.Sub(s.Started).Round(time.Millisecond).String(),
+		slog.Group("calls", calls...),
 		"messages_written", s.MessagesWritten,
 		"threads_written", s.ThreadsWritten,
 		"tail_read", s.TailRead,
 		"users_resolved", s.UsersResolved,
 		"tracked", s.Tracked,
-		"rotation_period", s.RotationPeriod,
+		"rotation_period", s.RotationPeriod.String(),
 	}
 	if len(s.Errors) > 0 {
 		attrs = append(attrs, "skipped", s.Errors)
