@@ -45,10 +45,20 @@ func Open(path string, opts Options) (*Store, error) {
 	if timeout <= 0 {
 		timeout = DefaultLockTimeout
 	}
+	fi, statErr := os.Stat(path)
+	if statErr == nil && fi.IsDir() {
+		return nil, fmt.Errorf("store %s is a directory: set store.path to a file in it, e.g. %s", path, filepath.Join(path, "slackpoll.db"))
+	}
 	if opts.ReadOnly {
 		// bbolt would report a missing file as a bare ENOENT; say what to do instead.
-		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		if errors.Is(statErr, fs.ErrNotExist) {
 			return nil, fmt.Errorf("store %s does not exist yet: run \"slackpoll once\" or \"slackpoll track\" to create it, or fix store.path", path)
+		}
+	} else if statErr == nil && fi.Mode().Perm()&0o077 != 0 {
+		// The store holds message texts: a file made readable by others (a copy, a
+		// restore) is brought back to 0600, as a new store is created.
+		if err := os.Chmod(path, 0o600); err != nil {
+			return nil, fmt.Errorf("store %s is readable by other users and cannot be made private (chmod 600 it): %w", path, err)
 		}
 	}
 	db, err := bolt.Open(path, 0o600, &bolt.Options{

@@ -212,3 +212,31 @@ func TestOpenNotABboltFile(t *testing.T) {
 		t.Fatalf("err = %v, want an error naming %s", err, path)
 	}
 }
+
+func TestOpenTightensAnExistingStoreTo0600(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.db")
+	s, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 {
+		t.Fatalf("mode = %v after reopening a 0644 store, want 0600", fi.Mode().Perm())
+	}
+}
+
+func TestOpenADirectorySaysSo(t *testing.T) {
+	dir := t.TempDir()
+	_, err := Open(dir, Options{})
+	if err == nil || !strings.Contains(err.Error(), "is a directory") {
+		t.Fatalf("err = %v, want it to say the path is a directory", err)
+	}
+}
