@@ -28,12 +28,15 @@ Usage:
   slackpoll run    [--config F]            daemon: ticks until SIGINT/SIGTERM
   slackpoll once   [--config F]            one tick, then exit
   slackpoll status [--config F] [--json]   coverage, staleness, per-conversation state, last tick
-  slackpoll show   [--config F] CHANNEL TS one message with its thread and resolved names
+  slackpoll show   [--config F] [--json] CHANNEL TS | --record KEY
+                                          one message with its thread and resolved names
   slackpoll export [--config F]            the whole read model as JSON Lines on stdout
   slackpoll track  [--config F] [--record KEY] CHANNEL TS
   slackpoll demo   [--duration D] [--seed N] runs against a built-in simulated workspace
 
-The config path defaults to $SLACKPOLL_CONFIG, else ./slackpoll.yaml.
+The config path defaults to $SLACKPOLL_CONFIG, else ./slackpoll.yaml; run and once
+read the bot token from slack.token (default ${SLACK_BOT_TOKEN}). Flags may follow
+the arguments; "slackpoll COMMAND --help" describes a command's flags.
 Exit status: 0 success, 1 runtime failure, 2 usage or config error.
 `
 
@@ -94,6 +97,7 @@ func Main(ctx context.Context, args []string, env Env) int {
 
 type command struct {
 	name  string
+	about string // one line for COMMAND --help
 	args  string // positional arguments, for errors
 	nargs int
 	run   func(ctx context.Context, c *cmdCtx) error
@@ -112,20 +116,20 @@ type cmdCtx struct {
 }
 
 var commands = []command{
-	{name: "run", run: cmdRun},
-	{name: "once", run: cmdOnce},
-	{name: "status", run: cmdStatus, flags: func(fs *pflag.FlagSet, c *cmdCtx) {
+	{name: "run", about: "Poll Slack forever: a tick at once, then every tick.interval, until SIGINT/SIGTERM.", run: cmdRun},
+	{name: "once", about: "Run one tick (bulk window, threads, users, tail rotation), then exit.", run: cmdOnce},
+	{name: "status", about: "Show coverage, staleness, per-conversation state and the last tick.", run: cmdStatus, flags: func(fs *pflag.FlagSet, c *cmdCtx) {
 		fs.BoolVar(&c.jsonOut, "json", false, "print JSON instead of a table")
 	}},
-	{name: "show", args: "CHANNEL TS", nargs: 2, run: cmdShow, flags: func(fs *pflag.FlagSet, c *cmdCtx) {
+	{name: "show", about: "Show one message with its thread, reactions and display names.", args: "CHANNEL TS", nargs: 2, run: cmdShow, flags: func(fs *pflag.FlagSet, c *cmdCtx) {
 		fs.StringVar(&c.record, "record", "", "show the message tracked under this record key instead of CHANNEL TS")
 		fs.BoolVar(&c.jsonOut, "json", false, "print the export line")
 	}},
-	{name: "export", run: cmdExport},
-	{name: "track", args: "CHANNEL TS", nargs: 2, run: cmdTrack, flags: func(fs *pflag.FlagSet, c *cmdCtx) {
+	{name: "export", about: "Print the whole read model as JSON Lines (conversations, messages, users).", run: cmdExport},
+	{name: "track", about: "Track a message (read first on the next tick), optionally under a record key of yours.", args: "CHANNEL TS", nargs: 2, run: cmdTrack, flags: func(fs *pflag.FlagSet, c *cmdCtx) {
 		fs.StringVar(&c.record, "record", "", "attach this record key (an id of yours, e.g. ticket-42)")
 	}},
-	{name: "demo", run: cmdDemo, flags: func(fs *pflag.FlagSet, c *cmdCtx) {
+	{name: "demo", about: "Run the daemon against a built-in simulated Slack workspace; no token needed.", run: cmdDemo, flags: func(fs *pflag.FlagSet, c *cmdCtx) {
 		fs.StringVar(&c.duration, "duration", "30s", "how long the simulated workspace changes before the final comparison")
 		fs.Int64Var(&c.seed, "seed", 1, "seed of the generated workspace, its changes and faults")
 	}},
@@ -159,7 +163,7 @@ func dispatch(ctx context.Context, args []string, env Env) error {
 	}
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
-			fmt.Fprintf(env.Stdout, "Usage: slackpoll %s [flags] %s\n%s", cmd.name, cmd.args, fs.FlagUsages())
+			fmt.Fprintf(env.Stdout, "Usage: slackpoll %s [flags] %s\n\n%s\n\nFlags:\n%s", cmd.name, cmd.args, cmd.about, fs.FlagUsages())
 			return nil
 		}
 		return usageErr("%s: %v", cmd.name, err)

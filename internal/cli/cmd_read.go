@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	boltstore "github.com/slackpoll/slackpoll/internal/bolt"
 	"github.com/slackpoll/slackpoll/internal/httpapi"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 )
@@ -17,15 +18,15 @@ func cmdExport(ctx context.Context, c *cmdCtx) error {
 	if err != nil {
 		return err
 	}
-	r, err := openReader(cfg)
+	store, err := boltstore.Open(cfg.Store.Path, boltstore.Options{ReadOnly: true, LockTimeout: readLockTimeout})
+	if errors.Is(err, boltstore.ErrLocked) {
+		return fmt.Errorf("%w: export reads the store file, so stop the daemon first, or page through the daemon's API (GET /v1/conversations/{id}/messages)", err)
+	}
 	if err != nil {
 		return err
 	}
-	defer r.Close()
-	if r.store == nil {
-		return fmt.Errorf("store %s is locked by another process (is \"slackpoll run\" running?): export reads the store file, so stop the daemon first, or page through the daemon's API (GET /v1/conversations/{id}/messages)", cfg.Store.Path)
-	}
-	return r.store.View(func(tx rm.Tx) error { return rm.Export(tx, c.env.Stdout, cfg.Conversations) })
+	defer store.Close()
+	return store.View(func(tx rm.Tx) error { return rm.Export(tx, c.env.Stdout, cfg.Conversations) })
 }
 
 // cmdTrack is `slackpoll track [--record KEY] CHANNEL TS`: adds the message to the

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -41,16 +40,6 @@ func newLogger(cfg config.Log, w io.Writer) *slog.Logger {
 // another process holds it.
 func openStore(cfg *config.Config) (*boltstore.Store, error) {
 	return boltstore.Open(cfg.Store.Path, boltstore.Options{})
-}
-
-// openStoreReadOnly opens the store for the read commands. While `slackpoll run`
-// holds the store, bbolt's lock cannot be shared: the error says so within a second.
-func openStoreReadOnly(cfg *config.Config) (*boltstore.Store, error) {
-	s, err := boltstore.Open(cfg.Store.Path, boltstore.Options{ReadOnly: true})
-	if err != nil && cfg.HTTP.Listen == "" {
-		return nil, fmt.Errorf("%w\n(set http.listen so read commands can ask the running daemon instead)", err)
-	}
-	return s, err
 }
 
 // newSource builds the slack-go source of the config; httpClient may be nil.
