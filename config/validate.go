@@ -6,7 +6,6 @@ import (
 	"math"
 	"net"
 	"net/url"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,8 +19,6 @@ var (
 	LogLevels  = []string{"debug", "info", "warn", "error"}
 	LogFormats = []string{"text", "json"}
 )
-
-var conversationID = regexp.MustCompile(`^[CGD][A-Z0-9]+$`)
 
 // Validate checks every value and reports all problems at once
 // (errors.Join of *Error, each matching ErrInvalid). It also normalizes:
@@ -132,7 +129,7 @@ func (v *validator) conversations() {
 	seen := map[string]int{}
 	for i, id := range v.c.Conversations {
 		key := "conversations[" + strconv.Itoa(i) + "]"
-		if !conversationID.MatchString(id) {
+		if !readmodel.ValidConversationID(id) {
 			v.fail(key, "%q is not a Slack conversation ID: want C, G or D followed by uppercase letters and digits, e.g. C0123456789 (not the channel name)", id)
 			continue
 		}

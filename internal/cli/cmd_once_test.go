@@ -95,7 +95,7 @@ func TestUsageErrorsExit2(t *testing.T) {
 
 // Flags may follow the positional arguments (design §4).
 func TestFlagsAfterPositionalArguments(t *testing.T) {
-	cfg := writeConfig(t, cfgOpts{store: filepath.Join(t.TempDir(), "s.db")})
+	cfg := writeConfig(t, cfgOpts{store: filepath.Join(t.TempDir(), "s.db"), convs: []string{"C0GENERAL"}})
 	code, out, errOut := runCLI(context.Background(), "track", "C0GENERAL", "1718906000.000100", "--record", "ticket-42", "--config", cfg)
 	if code != ExitOK || !strings.Contains(out, "ticket-42") {
 		t.Fatalf("exit %d out %q err %q", code, out, errOut)
@@ -110,5 +110,17 @@ func TestOnceWithNothingToPollIsAConfigError(t *testing.T) {
 	code, _, errOut := runCLI(context.Background(), "once", "--config", cfg)
 	if code != ExitUsage || !strings.Contains(errOut, "nothing to poll") {
 		t.Fatalf("exit %d, stderr %q: want 2 saying there is nothing to poll", code, errOut)
+	}
+}
+
+// A message tracked in a conversation slackpoll does not poll would stay "never read"
+// forever: track refuses it, and a channel name instead of an ID.
+func TestTrackRefusesConversationsNotPolled(t *testing.T) {
+	cfg := writeConfig(t, cfgOpts{store: filepath.Join(t.TempDir(), "s.db"), convs: []string{"C0GENERAL"}})
+	for _, ch := range []string{"C0NOPE", "general", "c0general"} {
+		code, _, errOut := runCLI(context.Background(), "track", ch, "1718906000.000100", "--config", cfg)
+		if code != ExitUsage {
+			t.Errorf("track %s: exit %d (%s), want 2", ch, code, errOut)
+		}
 	}
 }

@@ -42,6 +42,9 @@ func cmdTrack(ctx context.Context, c *cmdCtx) error {
 	if err != nil {
 		return usageErr("track: %v", err)
 	}
+	if !rm.ValidConversationID(ch) {
+		return usageErr("track: %q is not a Slack conversation ID (C…, G… or D…, as shown in the conversation's details in Slack)", ch)
+	}
 	w, err := openWriter(cfg)
 	if err != nil {
 		return err
@@ -51,7 +54,10 @@ func cmdTrack(ctx context.Context, c *cmdCtx) error {
 		var line rm.MessageLine
 		err = w.api.post("/v1/tracked", httpapi.TrackRequest{Channel: ch, TS: string(ts), Record: c.record}, &line)
 	} else {
-		err = rm.Track(w.store, ch, ts, c.record)
+		err = rm.TrackPolled(w.store, cfg.Conversations, ch, ts, c.record)
+	}
+	if errors.Is(err, rm.ErrNotPolled) {
+		return &exitError{ExitUsage, err}
 	}
 	if err != nil {
 		var ae *apiError

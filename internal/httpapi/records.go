@@ -82,8 +82,11 @@ func (a *api) track(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "ts: %v", err)
 		return
 	}
-	err = rm.Track(a.store, req.Channel, ts, req.Record)
+	err = rm.TrackPolled(a.store, a.configured, req.Channel, ts, req.Record)
 	switch {
+	case errors.Is(err, rm.ErrNotPolled), !rm.ValidConversationID(req.Channel):
+		writeError(w, http.StatusBadRequest, "%v", err)
+		return
 	case errors.Is(err, rm.ErrRecordConflict):
 		writeError(w, http.StatusConflict, "%v", err)
 		return

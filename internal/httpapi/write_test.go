@@ -80,3 +80,14 @@ func TestTrackBodyIsBounded(t *testing.T) {
 	huge := map[string]string{"channel": readfixture.General, "ts": string(e.f.Plain), "record": strings.Repeat("x", 100<<10)}
 	wantErr(t, e, http.MethodPost, "/v1/tracked", huge, http.StatusBadRequest, "body")
 }
+
+// A message tracked where slackpoll does not poll would stay "never read" forever.
+func TestTrackRefusesConversationsNotPolled(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	for _, ch := range []string{"C0NOPE0000", "general"} {
+		code, b := e.do(t, http.MethodPost, "/v1/tracked", httpapi.TrackRequest{Channel: ch, TS: "1790000000.000200"})
+		if code != http.StatusBadRequest || !strings.Contains(string(b), ch) {
+			t.Errorf("POST /v1/tracked %s = %d %s, want 400 naming it", ch, code, b)
+		}
+	}
+}

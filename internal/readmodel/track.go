@@ -3,11 +3,63 @@ package readmodel
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 )
 
 // ErrRecordConflict is returned by Track when the message already carries another
 // record key, or the record key is attached to another message.
 var ErrRecordConflict = errors.New("record key conflict")
+
+// ErrNotPolled is returned by TrackPolled for a conversation slackpoll does not poll:
+// a message tracked there would never be read.
+var ErrNotPolled = errors.New("conversation not polled")
+
+// ValidConversationID reports whether id has the shape of a Slack conversation ID: C
+// (channel), G (private channel or group DM) or D (DM), then uppercase letters and
+// digits ("C0123456789").
+func ValidConversationID(id string) bool {
+	if len(id) < 2 || !strings.ContainsRune("CGD", rune(id[0])) {
+		return false
+	}
+	for i := 1; i < len(id); i++ {
+		if c := id[i]; !(c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// TrackPolled is Track for a user's request: it first checks that channel is one the
+// daemon polls — configured, or found by discover: member — since a message tracked
+// anywhere else would stay "never read" forever.
+func TrackPolled(s Store, configured []string, channel string, ts TS, record string) error {
+	if err := checkChannel(channel); err != nil {
+		return err
+	}
+	polled := slices.Contains(configured, channel)
+	if !polled {
+		err := s.View(func(tx Tx) error {
+			c, ok, err := tx.Conversation(channel)
+			polled = ok && c.Discovered
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if !polled {
+		return fmt.Errorf("%w: %s is not among the conversations slackpoll polls: add it to conversations in the config (or set discover: member if the bot is in it)", ErrNotPolled, channel)
+	}
+	return Track(s, channel, ts, record)
+}
+
+func checkChannel(channel string) error {
+	if !ValidConversationID(channel) {
+		return fmt.Errorf("track: %q is not a Slack conversation ID (C…, G… or D… then uppercase letters and digits, as shown in the conversation's details in Slack)", channel)
+	}
+	return nil
+}
 
 // Track adds (channel, ts) to the tracked set. A message never read is stored as a
 // placeholder with no content and no last_polled_at, so the tail rotation reads it
@@ -15,8 +67,8 @@ var ErrRecordConflict = errors.New("record key conflict")
 // transaction. Tracking again with the same record, or without one, is a no-op; with a
 // different record it fails with ErrRecordConflict. ts must be a valid Slack ts.
 func Track(s Store, channel string, ts TS, record string) error {
-	if channel == "" {
-		return errors.New("track: empty channel id")
+	if err := checkChannel(channel); err != nil {
+		return err
 	}
 	if _, err := ParseTS(string(ts)); err != nil {
 		return fmt.Errorf("track: %w", err)
