@@ -138,8 +138,12 @@ func catalog() []slackCase {
 		object := map[string]string{rm.MethodUsersInfo: "user", rm.MethodConversationInfo: "channel"}[m]
 		cs = append(cs,
 			slackCase{name: m + "/ok false without error", method: m, after: answer(200, `{"ok":false}`), want: "malformed"},
-			slackCase{name: m + "/" + object + " is a string", method: m, after: setTop(object, "x"), want: "malformed"},
+			slackCase{name: m + "/" + object + " is a string", method: m, after: setTop(object, "x"), want: "undecodable"},
+			// ok:true with no object: slack-go returns a zero User / Channel.
 			slackCase{name: m + "/" + object + " is null", method: m, after: setTop(object, nil), want: "malformed"},
+			slackCase{name: m + "/" + object + " is missing", method: m, after: func(_ url.Values, st int, b []byte) (int, []byte) {
+				return st, editJSON(b, func(doc map[string]any) { delete(doc, object) })
+			}, want: "malformed"},
 			slackCase{name: m + "/HTML with 502", method: m, after: answer(http.StatusBadGateway, htmlPage), want: "502"},
 			slackCase{name: m + "/truncated JSON", method: m, after: func(_ url.Values, st int, b []byte) (int, []byte) {
 				return st, b[:len(b)/2]
