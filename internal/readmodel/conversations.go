@@ -243,8 +243,9 @@ func (t *tick) conversationOK(id string, swept bool) error {
 	})
 }
 
-// rotated returns the eligible conversation IDs starting at the rotation offset, so
-// each conversation goes first in turn when the budget cannot cover all of them.
+// rotated returns the eligible conversation IDs starting at the rotation offset: the
+// conversation after the last one the previous tick's bulk window reached, so when the
+// budget or the deadline cannot cover all of them, every one is swept in turn.
 func (t *tick) rotated() []string {
 	var ids []string
 	for id := range t.eligible {
@@ -255,7 +256,6 @@ func (t *tick) rotated() []string {
 		return nil
 	}
 	k := t.p.rotation % len(ids)
-	t.p.rotation++
 	return append(ids[k:], ids[:k]...)
 }
 

@@ -7,6 +7,10 @@ package readmodel
 // empty cursor is a complete read of the window (rule 4), which marks missing_since
 // on stored timeline messages it did not return.
 func (t *tick) bulkWindow() error {
+	swept := 0
+	// The next tick starts after the last conversation this one began to sweep (a
+	// conversation cut short by the deadline goes first again next time).
+	defer func() { t.p.rotation += max(1, swept) }()
 	for _, ch := range t.rotated() {
 		if t.pastDeadline() {
 			return errStopTick
@@ -18,6 +22,7 @@ func (t *tick) bulkWindow() error {
 		if err := t.sweep(ch); err != nil {
 			return err
 		}
+		swept++
 	}
 	return nil
 }

@@ -15,7 +15,8 @@ const (
 	StopError    = "error"
 )
 
-// errStopTick ends the current phase and every later one: the soft deadline passed.
+// errStopTick ends the current phase: its share of the soft deadline passed (and with
+// the last share, the tick).
 var errStopTick = errors.New("tick stopped")
 
 // tick is the state of one pass: what is left of the budget, what was read.
@@ -23,7 +24,7 @@ type tick struct {
 	p        *Poller
 	ctx      context.Context
 	start    time.Time
-	deadline time.Time
+	phaseEnd time.Time // the current phase's share of the soft deadline
 	left     Budget
 	sum      TickSummary
 	stop     string // first stop reason hit, "" while none
@@ -43,7 +44,7 @@ type threadCandidate struct {
 func newTick(p *Poller, ctx context.Context) *tick {
 	now := p.cfg.Now()
 	return &tick{
-		p: p, ctx: ctx, start: now, deadline: now.Add(p.cfg.SoftDeadline),
+		p: p, ctx: ctx, start: now,
 		left:     p.cfg.Budget,
 		sum:      TickSummary{Started: now, Calls: map[string]int{}},
 		queued:   map[Ref]bool{},
@@ -63,7 +64,7 @@ func (t *tick) noteStop(reason string) {
 // pastDeadline is checked between calls, never during one: a Retry-After wait is part
 // of the call it belongs to.
 func (t *tick) pastDeadline() bool {
-	if t.now().After(t.deadline) {
+	if t.now().After(t.phaseEnd) {
 		t.noteStop(StopDeadline)
 		return true
 	}
@@ -89,16 +90,33 @@ func (t *tick) skip(format string, args ...any) {
 	t.p.log.Warn("skipped", "what", msg)
 }
 
-// run is the tick body. Phases that find the deadline passed return errStopTick,
-// which ends the tick cleanly.
+// phase is one step of a tick with the share of the soft deadline it may run to.
+type phase struct {
+	run   func() error
+	share float64
+}
+
+// run is the tick body. The bulk window may start calls until half the soft deadline
+// and thread sync until three quarters, so that users and the tail always get their
+// turn: at 1 request per minute, six conversations' bulk pages alone outlast a
+// 4-minute deadline, and a tick that spent it all on phase 1 would never sync a thread
+// or rotate the tail (the starvation the convergence simulation found). A phase that
+// finds its share spent returns errStopTick and the next phase starts; the last share
+// ends the tick.
 func (t *tick) run() error {
-	steps := []func() error{t.authenticate, t.discover, t.refreshConversations, t.bulkWindow, t.syncThreads, t.resolveUsers, t.tail}
-	for _, step := range steps {
-		if err := step(); err != nil {
-			if errors.Is(err, errStopTick) {
+	phases := []phase{
+		{t.authenticate, 1}, {t.discover, 1}, {t.refreshConversations, 1},
+		{t.bulkWindow, 0.5}, {t.syncThreads, 0.75}, {t.resolveUsers, 1}, {t.tail, 1},
+	}
+	for _, ph := range phases {
+		t.phaseEnd = t.start.Add(time.Duration(float64(t.p.cfg.SoftDeadline) * ph.share))
+		if err := ph.run(); err != nil {
+			if !errors.Is(err, errStopTick) {
+				return err
+			}
+			if ph.share >= 1 {
 				return nil
 			}
-			return err
 		}
 	}
 	return nil
