@@ -132,6 +132,10 @@ type Result struct {
 	// Requests is the fake's request log (slackfake.Server.Requests), for rate
 	// compliance checks.
 	Requests []slackfake.Request
+	// LastChange is when the last change was applied; ConvergedAt when the read model
+	// first matched after it (zero if never). TickLog holds every tick's summary.
+	LastChange, ConvergedAt time.Time
+	TickLog                 []rm.TickSummary
 }
 
 // Run runs the demo until the read model matches the truth after the last change, or
@@ -206,6 +210,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		OnTick: func(s rm.TickSummary) {
 			mu.Lock()
 			res.Ticks++
+			res.TickLog = append(res.TickLog, s)
 			for m, n := range s.Calls {
 				res.Calls[m] += n
 			}
@@ -225,9 +230,11 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		return res, err
 	}
 	pctx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- poller.Run(pctx) }()
-	defer func() { stop(); <-done }()
+	var runErr error
+	finished := make(chan struct{})
+	go func() { runErr = poller.Run(pctx); close(finished) }()
+	stopPoller := func() { stop(); <-finished }
+	defer stopPoller()
 
 	fmt.Fprintf(o.Out, "fake workspace: %d conversations; %d older messages tracked; mutating for %s with %.1f%% injected faults\n",
 		len(convs), tracked, o.MutateFor, 100*o.FaultRate)
@@ -254,14 +261,13 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	// tracked message has been re-read once more (a later read must not undo it), a
 	// comparison differs again (a regression, reported), or maxTicks have passed.
 	tickAtChange := currentTicks(&mu, &res)
-	res.TicksToConverge = -1
-	var convergedAt time.Time
+	res.TicksToConverge, res.LastChange = -1, time.Now()
 	for {
 		select {
 		case <-ctx.Done():
 			return res, ctx.Err()
-		case err := <-done:
-			return res, fmt.Errorf("poller stopped: %w", err)
+		case <-finished:
+			return res, fmt.Errorf("poller stopped: %w", runErr)
 		case <-ticks:
 		}
 		after := currentTicks(&mu, &res) - tickAtChange
@@ -276,7 +282,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 			break // regression
 		}
 		if clean && res.TicksToConverge < 0 {
-			res.TicksToConverge, convergedAt = after, time.Now()
+			res.TicksToConverge, res.ConvergedAt = after, time.Now()
 		}
 		if after >= o.maxTicks() {
 			break
@@ -286,11 +292,12 @@ func Run(ctx context.Context, o Options) (Result, error) {
 			if err != nil {
 				return res, err
 			}
-			if !oldest.Before(convergedAt) {
+			if !oldest.Before(res.ConvergedAt) {
 				break
 			}
 		}
 	}
+	stopPoller() // before reading what its ticks recorded
 	res.Requests = fake.Requests()
 	res.Elapsed = time.Since(start)
 	_ = store.View(func(tx rm.Tx) error {

@@ -57,8 +57,9 @@ var outpaced = []struct {
 // from one method whose Slack limit is below the client's rate.
 //
 // After the last change the read model must equal the truth (converge.Diff) within
-// convergenceBound ticks, stay equal for a further full tail rotation, and the
-// request log must obey the pacing rules (checkPacing, with internal/compliance).
+// convergenceBound (from the rotation period the poller reports), stay equal for a
+// further full tail rotation, and the request log must obey the pacing rules
+// (checkPacing, with internal/compliance).
 func TestConvergesUnderMutationsAndFaults(t *testing.T) {
 	var agg aggregate
 	t.Run("seeds", func(t *testing.T) {
@@ -95,7 +96,7 @@ func seedOptions(seed int64) Options {
 	o.FakeRates = map[string]int{op.method: op.limit}
 	// Run waits this long for convergence; the test then holds it to the tighter
 	// convergenceBound, so that slow convergence and none at all read differently.
-	o.MaxTicks = 100
+	o.MaxTicks = 400
 	o.NoSync = true
 	return o
 }
@@ -123,24 +124,35 @@ func queuedFaults(seed int64) []slackfake.Fault {
 	return out
 }
 
-// convergenceBound is the number of ticks after the last change within which the read
-// model must match: what the poller's timers need — the user cache TTL and the
-// conversations.info refresh (for archives and the bot's membership) — plus two tail
-// rotations of the tracked set at TailFetches per tick (a message read just before
-// the last change waits a full rotation; a read lost to a fault, one more), plus
-// two ticks (the one in progress at the last change, and the bulk window read).
-func convergenceBound(o Options, tracked int) int {
-	timers := int((max(o.UserCacheTTL, o.InfoRefresh)+o.Interval-1)/o.Interval) + 1
-	rotation := (tracked + o.Budget.TailFetches - 1) / o.Budget.TailFetches
-	return timers + 2*rotation + 2
+// convergenceBound is the time after the last change within which the read model
+// must match, derived from the rotation period the poller reports (design.md §1: the
+// worst-case staleness of a change): what the poller's timers need — the user cache
+// TTL and the conversations.info refresh (archives, the bot's membership) — plus two
+// rotation periods (a message read just before the last change waits a full
+// rotation; a read lost to a fault, one more), plus two of the longest ticks (the one
+// in progress at the last change, and the one that reads the match). The rotation
+// period is the longest any tick reported from the last change to the match; ok is
+// false when none reported one (no tail read in their window): then the poller made
+// no promise to hold it to.
+func convergenceBound(o Options, res Result) (bound, rotation time.Duration, ok bool) {
+	var longest time.Duration
+	for _, s := range res.TickLog {
+		if s.Finished.Before(res.LastChange) || s.Started.After(res.ConvergedAt) {
+			continue
+		}
+		rotation = max(rotation, s.RotationPeriod)
+		longest = max(longest, s.Finished.Sub(s.Started), o.Interval)
+	}
+	return max(o.UserCacheTTL, o.InfoRefresh) + 2*rotation + 2*longest, rotation, rotation > 0
 }
 
 // seedResult is what one seed contributes to the aggregate.
 type seedResult struct {
-	mutations, ticksToConverge, bound int
-	changes                           map[string]int
-	faults                            map[slackfake.FaultKind]int
-	limited                           int
+	mutations, ticksToConverge int
+	noRotation                 bool // no tick reported a rotation period
+	changes                    map[string]int
+	faults                     map[slackfake.FaultKind]int
+	limited                    int
 }
 
 func convergeSeed(t *testing.T, seed int64, agg *aggregate) {
@@ -178,16 +190,18 @@ func convergeSeed(t *testing.T, seed int64, agg *aggregate) {
 			t.Fatalf("%v\n%s", err, replay(seed))
 		}
 		out.mutations, out.ticksToConverge = res.Mutations, res.TicksToConverge
-		out.bound = convergenceBound(o, res.Tracked)
+		took := res.ConvergedAt.Sub(res.LastChange)
+		bound, rotation, promised := convergenceBound(o, res)
 		switch {
 		case len(res.Report.Differences) > 0 && res.TicksToConverge >= 0:
 			t.Errorf("read model matched after %d ticks, then differed again (%s):\n%s", res.TicksToConverge, res.Report, differences(res))
 		case len(res.Report.Differences) > 0:
 			t.Errorf("read model still differs %d ticks after the last change (%s):\n%s", res.Ticks, res.Report, differences(res))
-		case res.TicksToConverge > out.bound:
-			t.Errorf("read model matched %d ticks after the last change, want at most %d (%d tracked, %d per tick)",
-				res.TicksToConverge, out.bound, res.Tracked, o.Budget.TailFetches)
+		case promised && took > bound:
+			t.Errorf("read model matched %s (%d ticks) after the last change, want within %s (rotation period reported: %s)",
+				took, res.TicksToConverge, bound, rotation)
 		}
+		out.noRotation = !promised
 		if res.Report.Messages == 0 || res.Mutations == res.Skipped {
 			t.Errorf("nothing compared or changed: %+v", res.Report)
 		}
@@ -212,8 +226,8 @@ func convergeSeed(t *testing.T, seed int64, agg *aggregate) {
 		if t.Failed() {
 			t.Log(replay(seed))
 		}
-		t.Logf("%s after %d changes; matched %d ticks after the last change (bound %d); %d requests, %d 429s with Retry-After",
-			res.Report, res.Mutations, res.TicksToConverge, out.bound, len(res.Requests), out.limited)
+		t.Logf("%s after %d changes; matched %s (%d ticks) after the last change (bound %s, rotation period %s); %d requests, %d 429s with Retry-After",
+			res.Report, res.Mutations, took, res.TicksToConverge, bound, rotation, len(res.Requests), out.limited)
 	})
 }
 
@@ -267,6 +281,7 @@ func changeKind(d string) string {
 type aggregate struct {
 	mu                      sync.Mutex
 	seeds, mutations, limit int
+	noRotation              int
 	ticks                   []int
 	changes                 map[string]int
 	faults                  map[slackfake.FaultKind]int
@@ -281,6 +296,9 @@ func (a *aggregate) add(r seedResult) {
 	a.seeds++
 	a.mutations += r.mutations
 	a.limit += r.limited
+	if r.noRotation {
+		a.noRotation++
+	}
 	a.ticks = append(a.ticks, r.ticksToConverge)
 	for k, n := range r.changes {
 		a.changes[k] += n
@@ -305,7 +323,7 @@ func (a *aggregate) String() string {
 	for _, n := range a.ticks {
 		hist[n]++
 	}
-	fmt.Fprintf(&b, "ticks to a match (-1: never): seeds %v\n", hist)
+	fmt.Fprintf(&b, "ticks to a match (-1: never): seeds %v; %d seeds without a reported rotation period\n", hist, a.noRotation)
 	fmt.Fprintf(&b, "changes: %v\nfaults: %v; 429s with Retry-After: %d", a.changes, a.faults, a.limit)
 	return b.String()
 }
