@@ -27,6 +27,9 @@ func (c *Client) AuthTest(ctx context.Context) (readmodel.Identity, error) {
 		if err != nil {
 			return err
 		}
+		if resp.UserID == "" {
+			return fmt.Errorf("%w: auth.test answer has no user_id", errMalformed)
+		}
 		id = readmodel.Identity{
 			TeamID:  resp.TeamID,
 			UserID:  resp.UserID,
@@ -61,6 +64,11 @@ func (c *Client) ConversationInfo(ctx context.Context, channel string) (readmode
 		ch, err := c.api.GetConversationInfoContext(ctx, &slack.GetConversationInfoInput{ChannelID: channel})
 		if err != nil {
 			return err
+		}
+		// A null or missing "channel" decodes as a zero Channel: an archived private
+		// channel would pass for a readable public one.
+		if ch == nil || ch.ID == "" {
+			return fmt.Errorf("%w: conversations.info answer has no channel", errMalformed)
 		}
 		info = convertConversation(ch)
 		return nil
@@ -154,6 +162,11 @@ func (c *Client) UserInfo(ctx context.Context, id string) (readmodel.User, error
 		}
 		if err != nil {
 			return err
+		}
+		// A null or missing "user" decodes as a zero User: cached, it would wipe the
+		// user's names for a week.
+		if u == nil || u.ID == "" {
+			return fmt.Errorf("%w: users.info answer has no user", errMalformed)
 		}
 		user = convertUser(u)
 		user.FetchedAt = time.Now().UTC()
