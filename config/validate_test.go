@@ -138,8 +138,7 @@ func TestAPIURLTrailingSlash(t *testing.T) {
 			t.Errorf("api_url %q → %q, want %q", in, c.Slack.APIURL, want)
 		}
 	}
-	c := Config{}
-	*(&c) = documented()
+	c := documented()
 	c.Slack.APIURL = "http://x"
 	if err := c.Validate(); err != nil || c.Slack.APIURL != "http://x/" {
 		t.Errorf("Validate on a built Config: %v, %q", err, c.Slack.APIURL)

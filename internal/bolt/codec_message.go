@@ -216,8 +216,7 @@ type header struct {
 	threadTS []byte
 }
 
-func (h *header) tracked() bool  { return h.flags&flagTracked != 0 }
-func (h *header) timeline() bool { return h.flags&flagTimeline != 0 }
+func (h *header) tracked() bool { return h.flags&flagTracked != 0 }
 
 func (h *header) isReply() bool { return h.flags&flagReply != 0 }
 

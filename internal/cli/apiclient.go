@@ -110,7 +110,7 @@ func (c *apiClient) do(method, path string, body, v any) error {
 		return fmt.Errorf("store %s is locked by another process (is \"slackpoll run\" running?), and the daemon's HTTP API at %s did not answer (%v): is http.listen the address the daemon listens on?",
 			c.store, c.base, err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // read in full below
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
 	if err != nil {
 		return fmt.Errorf("reading the answer of the daemon's HTTP API at %s: %w", c.base, err)

@@ -28,7 +28,11 @@ func cmdDemo(ctx context.Context, c *cmdCtx) error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
+	defer func() {
+		if err := os.RemoveAll(dir); err != nil {
+			fmt.Fprintf(c.env.Stderr, "slackpoll demo: could not remove %s: %v\n", dir, err)
+		}
+	}()
 	o.Dir = dir
 	o.Out = c.env.Stdout
 	o.Log = slog.New(slog.NewTextHandler(c.env.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))

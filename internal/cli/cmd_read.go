@@ -25,7 +25,7 @@ func cmdExport(ctx context.Context, c *cmdCtx) error {
 	if err != nil {
 		return err
 	}
-	defer store.Close()
+	defer func() { _ = store.Close() }() // read-only: nothing to lose on close
 	return store.View(func(tx rm.Tx) error { return rm.Export(tx, c.env.Stdout, cfg.Conversations) })
 }
 
@@ -49,7 +49,7 @@ func cmdTrack(ctx context.Context, c *cmdCtx) error {
 	if err != nil {
 		return err
 	}
-	defer w.Close()
+	defer func() { _ = w.Close() }() // Track committed in its own transaction
 	if w.api != nil {
 		var line rm.MessageLine
 		err = w.api.post("/v1/tracked", httpapi.TrackRequest{Channel: ch, TS: string(ts), Record: c.record}, &line)

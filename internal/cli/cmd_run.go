@@ -41,7 +41,7 @@ func (c *cmdCtx) startDaemon() (*daemon, error) {
 	metrics := httpapi.NewMetrics()
 	src, err := newSource(cfg, store, log, nil, metrics.OnCall)
 	if err != nil {
-		store.Close()
+		_ = store.Close() // the configuration error is the one to report
 		return nil, &exitError{ExitUsage, err}
 	}
 	pc := pollerConfig(cfg, log)
@@ -49,15 +49,23 @@ func (c *cmdCtx) startDaemon() (*daemon, error) {
 	return &daemon{cfg: cfg, log: log, store: store, poller: rm.NewPoller(store, src, pc), metrics: metrics}, nil
 }
 
+// close closes the store; its failure (the last commit's sync, the file lock) is the
+// command's error unless the command already failed.
+func (d *daemon) close(err *error) {
+	if cerr := d.store.Close(); cerr != nil && *err == nil {
+		*err = fmt.Errorf("closing store %s: %w", d.cfg.Store.Path, cerr)
+	}
+}
+
 // cmdRun is `slackpoll run`: tick at once, then every tick.interval, until the first
 // SIGINT/SIGTERM cancels ctx; any call or wait in flight is abandoned and nothing
 // partial is written.
-func cmdRun(ctx context.Context, c *cmdCtx) error {
+func cmdRun(ctx context.Context, c *cmdCtx) (err error) {
 	d, err := c.startDaemon()
 	if err != nil {
 		return err
 	}
-	defer d.store.Close()
+	defer d.close(&err)
 	stopHTTP, err := d.serveHTTP()
 	if err != nil {
 		return err
@@ -72,12 +80,12 @@ func cmdRun(ctx context.Context, c *cmdCtx) error {
 
 // cmdOnce is `slackpoll once`: one tick. A tick that stopped on budget or deadline, or
 // in which some conversations failed, is a success.
-func cmdOnce(ctx context.Context, c *cmdCtx) error {
+func cmdOnce(ctx context.Context, c *cmdCtx) (err error) {
 	d, err := c.startDaemon()
 	if err != nil {
 		return err
 	}
-	defer d.store.Close()
+	defer d.close(&err)
 	_, err = d.poller.Tick(ctx)
 	if errors.Is(err, context.Canceled) {
 		return fmt.Errorf("interrupted; everything read before the signal is stored")

@@ -24,7 +24,7 @@ func cmdStatus(ctx context.Context, c *cmdCtx) error {
 	if err != nil {
 		return err
 	}
-	defer r.Close()
+	defer func() { _ = r.Close() }() // read-only
 	var rep status.Report
 	var source string
 	if r.api != nil {
@@ -72,7 +72,7 @@ func cmdShow(ctx context.Context, c *cmdCtx) error {
 	if err != nil {
 		return err
 	}
-	defer r.Close()
+	defer func() { _ = r.Close() }() // read-only
 	var line rm.MessageLine
 	var labels map[string]string
 	if r.api != nil {

@@ -73,7 +73,7 @@ func requestParams(req *http.Request) url.Values {
 		return params
 	}
 	body, _ := io.ReadAll(req.Body)
-	req.Body.Close()
+	_ = req.Body.Close() // replaced just below
 	req.Body = io.NopCloser(bytes.NewReader(body))
 	if form, err := url.ParseQuery(string(body)); err == nil {
 		for k, v := range form {

@@ -100,7 +100,7 @@ func unverifiedReplies(tx Tx, m *Message) (bool, error) {
 // queueThread schedules a thread sync for a parent whose latest_reply moved, or whose
 // stored replies need a whole-thread read to be confirmed (force).
 func (t *tick) queueThread(m *Message, force bool) {
-	if m.IsReply() || !(force || needsThreadSync(m)) {
+	if m.IsReply() || (!force && !needsThreadSync(m)) {
 		return
 	}
 	ref := Ref{m.Channel, m.TS}

@@ -23,7 +23,8 @@ func ValidConversationID(id string) bool {
 		return false
 	}
 	for i := 1; i < len(id); i++ {
-		if c := id[i]; !(c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+		c := id[i]
+		if (c < 'A' || c > 'Z') && (c < '0' || c > '9') {
 			return false
 		}
 	}

@@ -47,7 +47,7 @@ func (d captureDoer) Do(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBodyBytes+1))
-	resp.Body.Close()
+	_ = resp.Body.Close() // fully read above
 	if err != nil {
 		return nil, fmt.Errorf("read %s response body: %w", req.URL.Path, err)
 	}

@@ -47,8 +47,6 @@ func parseWindow(p url.Values) (window, *apiErr) {
 	return w, nil
 }
 
-func (w window) contains(k uint64) bool { return k >= w.lo && k <= w.hi }
-
 // pageLimit reads limit: def when absent or not a positive integer, at most max, and
 // at most capN when capN > 0 (the server-side cap).
 func pageLimit(p url.Values, def, max, capN int) int {
