@@ -54,7 +54,8 @@ var outpaced = []struct {
 // and re-added — and faults, at random and at least one of each kind: 5xx, reset,
 // timeout, malformed and truncated bodies, a bad message in a page, 429 without
 // Retry-After, a repeated cursor, invalid_cursor; plus real 429s with Retry-After
-// from one method whose Slack limit is below the client's rate.
+// from one method whose Slack limit is below the client's rate (in most seeds: one
+// whose conversations are mostly unreadable sends too little to reach it).
 //
 // After the last change the read model must equal the truth (converge.Diff) within
 // convergenceBound (from the rotation period the poller reports), stay equal for a
@@ -71,6 +72,9 @@ func TestConvergesUnderMutationsAndFaults(t *testing.T) {
 		}
 	})
 	t.Log(agg.String())
+	if agg.seeds >= 20 && 2*agg.limitedSeeds < agg.seeds {
+		t.Errorf("only %d of %d seeds met a 429 with Retry-After: the fake limits of seedOptions no longer outpace the client", agg.limitedSeeds, agg.seeds)
+	}
 }
 
 // seedOptions are the options of one seed: a small workspace (each seed costs a
@@ -219,10 +223,10 @@ func convergeSeed(t *testing.T, seed int64, agg *aggregate) {
 				t.Errorf("fault %s was never injected", k)
 			}
 		}
+		// Whether the fake's limit is reached depends on the seed's traffic (a seed
+		// whose conversations are mostly archived or left sends little): the run as a
+		// whole must meet real 429s (see TestConvergesUnderMutationsAndFaults).
 		out.limited = ra.WithRetryAfter
-		if out.limited == 0 {
-			t.Errorf("no 429 with Retry-After: the fake's limits %v were never reached", o.FakeRates)
-		}
 		if t.Failed() {
 			t.Log(replay(seed))
 		}
@@ -279,12 +283,12 @@ func changeKind(d string) string {
 
 // aggregate sums the seeds of one run, for the log.
 type aggregate struct {
-	mu                      sync.Mutex
-	seeds, mutations, limit int
-	noRotation              int
-	ticks                   []int
-	changes                 map[string]int
-	faults                  map[slackfake.FaultKind]int
+	mu                       sync.Mutex
+	seeds, mutations, limit  int
+	noRotation, limitedSeeds int
+	ticks                    []int
+	changes                  map[string]int
+	faults                   map[slackfake.FaultKind]int
 }
 
 func (a *aggregate) add(r seedResult) {
@@ -298,6 +302,9 @@ func (a *aggregate) add(r seedResult) {
 	a.limit += r.limited
 	if r.noRotation {
 		a.noRotation++
+	}
+	if r.limited > 0 {
+		a.limitedSeeds++
 	}
 	a.ticks = append(a.ticks, r.ticksToConverge)
 	for k, n := range r.changes {
@@ -324,6 +331,6 @@ func (a *aggregate) String() string {
 		hist[n]++
 	}
 	fmt.Fprintf(&b, "ticks to a match (-1: never): seeds %v; %d seeds without a reported rotation period\n", hist, a.noRotation)
-	fmt.Fprintf(&b, "changes: %v\nfaults: %v; 429s with Retry-After: %d", a.changes, a.faults, a.limit)
+	fmt.Fprintf(&b, "changes: %v\nfaults: %v; 429s with Retry-After: %d, in %d seeds", a.changes, a.faults, a.limit, a.limitedSeeds)
 	return b.String()
 }
