@@ -59,7 +59,7 @@ func newWorld(t *testing.T) *world {
 		}
 	}
 	for range 2 {
-		if sum, err, p := w.tick(fake.Transport()); err != nil || p != nil {
+		if sum, p, err := w.tick(fake.Transport()); err != nil || p != nil {
 			t.Fatalf("polling the well-behaved fake: %v, panic %v (%+v)", err, p, sum)
 		}
 		time.Sleep(time.Minute)
@@ -69,7 +69,7 @@ func newWorld(t *testing.T) *world {
 
 // tick runs one tick of a fresh client and poller against Slack behind rt, and
 // returns what the tick returned, or what it panicked with.
-func (w *world) tick(rt http.RoundTripper) (sum rm.TickSummary, err error, panicked any) {
+func (w *world) tick(rt http.RoundTripper) (sum rm.TickSummary, panicked any, err error) {
 	rates := map[string]float64{}
 	for _, m := range rm.Methods() {
 		rates[m] = 6000
@@ -77,7 +77,7 @@ func (w *world) tick(rt http.RoundTripper) (sum rm.TickSummary, err error, panic
 	src, err := slackapi.New(slackapi.Options{Token: w.fake.Token(), APIURL: "http://slack.fake/api/",
 		HTTPClient: &http.Client{Transport: rt}, RequestTimeout: 5 * time.Second, Rates: rates})
 	if err != nil {
-		return sum, err, nil
+		return sum, nil, err
 	}
 	// Users and conversations.info are re-read every tick (newWorld ticks a minute
 	// apart), so that their bad answers are met too.
@@ -85,7 +85,7 @@ func (w *world) tick(rt http.RoundTripper) (sum rm.TickSummary, err error, panic
 		UserCacheTTL: time.Minute, InfoRefresh: time.Minute})
 	defer func() { panicked = recover() }()
 	sum, err = p.Tick(context.Background())
-	return sum, err, nil
+	return sum, nil, err
 }
 
 // export reads the store's export without the times of our own (last_polled_at,

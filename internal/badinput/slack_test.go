@@ -162,7 +162,7 @@ func TestBadSlackAnswers(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				w := newWorld(t)
 				before := w.export(t)
-				sum, err, panicked := w.tick(rewriter{fake: w.fake, method: c.method, before: c.before, after: c.after})
+				sum, panicked, err := w.tick(rewriter{fake: w.fake, method: c.method, before: c.before, after: c.after})
 				if panicked != nil {
 					t.Fatalf("tick panicked: %v", panicked)
 				}

@@ -189,7 +189,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	defer store.Close()
+	defer func() { _ = store.Close() }() // the comparison is done; nothing is written after it
 	src, err := slackapi.New(slackapi.Options{
 		Token: fake.Token(), APIURL: apiURL, HTTPClient: httpClient, RequestTimeout: o.RequestTimeout,
 		Rates: rates, Pacing: slackapi.StorePacing(store), Logger: o.Log,
