@@ -399,6 +399,14 @@ func (s *Server) setConv(channel string, f func(c *conv)) error {
 // Archive archives a conversation: it stays readable, is_archived becomes true, and
 // it accepts no new messages.
 func (s *Server) Archive(channel string) error {
+	s.mu.Lock()
+	c := s.convs[channel]
+	im := c != nil && c.IsIM
+	s.mu.Unlock()
+	if im {
+		// conversations.archive answers method_not_supported_for_channel_type for a DM.
+		return fmt.Errorf("%w: %s is an IM, which Slack cannot archive", ErrInvalid, channel)
+	}
 	return s.setConv(channel, func(c *conv) { c.IsArchived = true })
 }
 

@@ -242,7 +242,7 @@ func (m *Mutator) apply(k stepKind) string {
 func (m *Mutator) archiveOrUnarchive() string {
 	s := m.s
 	s.mu.Lock()
-	open := sortedKeys(s.convs, func(c *conv) bool { return !c.IsArchived })
+	open := sortedKeys(s.convs, func(c *conv) bool { return !c.IsArchived && !c.IsIM }) // Slack cannot archive an IM
 	archived := sortedKeys(s.convs, func(c *conv) bool { return c.IsArchived })
 	s.mu.Unlock()
 	if len(archived) > 0 && (m.rng.IntN(2) == 0 || len(open) <= len(archived)) {
