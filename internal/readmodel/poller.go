@@ -173,7 +173,7 @@ func (p *Poller) logSummary(s TickSummary, err error) {
 		"tail_read", s.TailRead,
 		"users_resolved", s.UsersResolved,
 		"tracked", s.Tracked,
-		"rotation_period", s.RotationPeriod.String(),
+		"rotation_period", rotationText(s.RotationPeriod),
 	}
 	if len(s.Errors) > 0 {
 		attrs = append(attrs, "skipped", s.Errors)
@@ -186,4 +186,13 @@ func (p *Poller) logSummary(s TickSummary, err error) {
 	default:
 		p.log.Info("tick", attrs...)
 	}
+}
+
+// rotationText renders a rotation period for the tick log; 0 means not known yet (no
+// tail read in the throughput window).
+func rotationText(d time.Duration) string {
+	if d == 0 {
+		return "unknown"
+	}
+	return d.String()
 }
