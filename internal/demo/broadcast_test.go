@@ -2,15 +2,11 @@ package demo
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"testing/synctest"
 	"time"
 
-	boltstore "github.com/slackpoll/slackpoll/internal/bolt"
-	"github.com/slackpoll/slackpoll/internal/converge"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
-	"github.com/slackpoll/slackpoll/internal/slackapi"
 	"github.com/slackpoll/slackpoll/internal/slackfake"
 )
 
@@ -22,12 +18,6 @@ import (
 // Found by TestConvergesUnderMutationsAndFaults, seed 22.
 func TestDeletedBroadcastLeavesItsParentsReplies(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		must := func(t *testing.T, err error) {
-			t.Helper()
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
 		fake := slackfake.New(slackfake.Options{OmitBlocks: true})
 		must(t, fake.AddUser(slackfake.User{ID: "U0AAAAAAA", DisplayName: "avery"}))
 		must(t, fake.AddConversation(slackfake.PublicChannel("C0GENERAL", "general")))
@@ -38,12 +28,8 @@ func TestDeletedBroadcastLeavesItsParentsReplies(t *testing.T) {
 		must(t, err)
 		time.Sleep(time.Second)
 
-		store, err := boltstore.Open(filepath.Join(t.TempDir(), "s.db"), boltstore.Options{NoSync: true})
-		must(t, err)
-		defer store.Close()
-		src, err := slackapi.New(slackapi.Options{Token: fake.Token(), APIURL: "http://slack.fake/api/",
-			HTTPClient: fake.Client(), Rates: map[string]float64{rm.MethodHistory: 600, rm.MethodReplies: 600}})
-		must(t, err)
+		store := openTestStore(t)
+		src := fakeSource(t, fake, map[string]float64{rm.MethodHistory: 600, rm.MethodReplies: 600}, store)
 		tick := func(b rm.Budget) {
 			t.Helper()
 			p := rm.NewPoller(store, src, rm.PollerConfig{Conversations: []string{"C0GENERAL"}, Budget: b})
@@ -51,7 +37,7 @@ func TestDeletedBroadcastLeavesItsParentsReplies(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		full := rm.Budget{HistoryPages: 8, RepliesCalls: 12, UsersInfoCalls: 20, TailFetches: 25}
+		full := defaultBudget
 		noReplies := full
 		noReplies.RepliesCalls = 0
 
@@ -62,11 +48,6 @@ func TestDeletedBroadcastLeavesItsParentsReplies(t *testing.T) {
 			tick(full)
 		}
 
-		model, err := converge.ModelLines(store, []string{"C0GENERAL"})
-		must(t, err)
-		r := converge.Diff(model, converge.Lines(fake.Truth()), "")
-		for _, d := range r.Differences {
-			t.Error(d)
-		}
+		requireMatchesWorkspace(t, store, fake, []string{"C0GENERAL"})
 	})
 }

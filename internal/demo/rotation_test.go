@@ -6,9 +6,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	boltstore "github.com/slackpoll/slackpoll/internal/bolt"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
-	"github.com/slackpoll/slackpoll/internal/slackapi"
 	"github.com/slackpoll/slackpoll/internal/slackfake"
 )
 
@@ -30,9 +28,7 @@ func measureRotation(t *testing.T, profile string) {
 	fake := slackfake.New(slackfake.Options{PageCap: 15, OmitBlocks: true})
 	must(t, fake.AddUser(slackfake.User{ID: "U0AAAAAAA", DisplayName: "avery"}))
 	must(t, fake.AddConversation(slackfake.PublicChannel("C0GENERAL", "general")))
-	store, err := boltstore.Open(t.TempDir()+"/rotation.db", boltstore.Options{NoSync: true})
-	must(t, err)
-	defer store.Close()
+	store := openTestStore(t)
 	for i := 0; i < 200; i++ {
 		ts, err := fake.Post("C0GENERAL", "U0AAAAAAA", "older")
 		must(t, err)
@@ -41,14 +37,13 @@ func measureRotation(t *testing.T, profile string) {
 	time.Sleep(100 * time.Hour) // now older than the 72h window: only the tail reads them
 
 	rates, _ := rm.ProfileRates(profile)
-	src, err := slackapi.New(slackapi.Options{Token: fake.Token(), APIURL: "http://slack.fake/api/", HTTPClient: fake.Client(), Rates: rates})
-	must(t, err)
+	src := fakeSource(t, fake, rates, store)
 	interval := time.Minute
 	var bound time.Duration // the rotation period the latest tick reported
 	ticks := 0
 	p := rm.NewPoller(store, src, rm.PollerConfig{
 		Conversations: []string{"C0GENERAL"}, Interval: interval,
-		Budget: rm.Budget{HistoryPages: 8, RepliesCalls: 12, UsersInfoCalls: 20, TailFetches: 25},
+		Budget: defaultBudget,
 		OnTick: func(s rm.TickSummary) {
 			if ticks++; ticks >= 4 && s.StopReason != rm.StopShutdown {
 				bound = s.RotationPeriod
@@ -74,11 +69,4 @@ func measureRotation(t *testing.T, profile string) {
 		t.Fatalf("%s: all 200 tracked messages re-read after %s, but the last tick reported a rotation period of %s (+%s interval)", profile, observed, bound, interval)
 	}
 	t.Logf("%s: full rotation of 200 tracked messages observed in %s; reported rotation period %s", profile, observed, bound)
-}
-
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
 }

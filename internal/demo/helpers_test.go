@@ -1,0 +1,54 @@
+package demo
+
+import (
+	"path/filepath"
+	"testing"
+
+	boltstore "github.com/slackpoll/slackpoll/internal/bolt"
+	"github.com/slackpoll/slackpoll/internal/converge"
+	rm "github.com/slackpoll/slackpoll/internal/readmodel"
+	"github.com/slackpoll/slackpoll/internal/slackapi"
+	"github.com/slackpoll/slackpoll/internal/slackfake"
+)
+
+// defaultBudget is the per-tick caps of the default configuration.
+var defaultBudget = rm.Budget{HistoryPages: 8, RepliesCalls: 12, UsersInfoCalls: 20, TailFetches: 25}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// openTestStore opens a store in the test's directory (no fsync: tests only), closed
+// when the test ends.
+func openTestStore(t *testing.T) *boltstore.Store {
+	t.Helper()
+	store, err := boltstore.Open(filepath.Join(t.TempDir(), "s.db"), boltstore.Options{NoSync: true})
+	must(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	return store
+}
+
+// fakeSource is the real Slack client reaching fake through its in-memory transport
+// (no sockets, so it runs inside a synctest bubble), paced at rates and persisting its
+// pacing state in store.
+func fakeSource(t *testing.T, fake *slackfake.Server, rates map[string]float64, store rm.Store) *slackapi.Client {
+	t.Helper()
+	src, err := slackapi.New(slackapi.Options{Token: fake.Token(), APIURL: "http://slack.fake/api/",
+		HTTPClient: fake.Client(), Rates: rates, Pacing: slackapi.StorePacing(store)})
+	must(t, err)
+	return src
+}
+
+// requireMatchesWorkspace fails the test with every difference between the read model
+// of convs and the fake's truth.
+func requireMatchesWorkspace(t *testing.T, store rm.Store, fake *slackfake.Server, convs []string) {
+	t.Helper()
+	model, err := converge.ModelLines(store, convs)
+	must(t, err)
+	for _, d := range converge.Diff(model, converge.Lines(fake.Truth()), "").Differences {
+		t.Error(d)
+	}
+}
