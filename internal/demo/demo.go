@@ -21,6 +21,7 @@ import (
 
 	boltstore "github.com/slackpoll/slackpoll/internal/bolt"
 	"github.com/slackpoll/slackpoll/internal/converge"
+	"github.com/slackpoll/slackpoll/internal/ctxsleep"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 	"github.com/slackpoll/slackpoll/internal/slackapi"
 	"github.com/slackpoll/slackpoll/internal/slackfake"
@@ -251,7 +252,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 			o.OnChange(d)
 		}
 		res.Mutations++
-		if err := sleep(ctx, o.MutateEvery); err != nil {
+		if err := ctxsleep.Sleep(ctx, o.MutateEvery); err != nil {
 			return res, err
 		}
 	}
@@ -369,15 +370,4 @@ func callsString(calls map[string]int) string {
 		parts = append(parts, fmt.Sprintf("%s=%d", strings.TrimPrefix(m, "conversations."), calls[m]))
 	}
 	return strings.Join(parts, " ")
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

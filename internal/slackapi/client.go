@@ -10,6 +10,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/slackpoll/slackpoll/internal/ctxsleep"
 	"github.com/slackpoll/slackpoll/internal/readmodel"
 )
 
@@ -154,7 +155,7 @@ func (c *Client) call(ctx context.Context, method string, attempt attemptFunc) e
 			c.log.Debug("slack call", "method", method, "outcome", "retry", "code", ae.Code, "duration", took, "waited", waited, "attempt", n)
 			c.log.Warn("slack call failed; retrying", "method", method, "code", ae.Code, "backoff", backoff, "retry", retries)
 			c.report(method, "retry", waited)
-			if err := sleepFor(ctx, backoff); err != nil {
+			if err := ctxsleep.Sleep(ctx, backoff); err != nil {
 				c.report(method, "canceled", backoff)
 				return err
 			}

@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/slackpoll/slackpoll/internal/ctxsleep"
 	"github.com/slackpoll/slackpoll/internal/readmodel"
 )
 
@@ -83,7 +84,7 @@ func (p *pacer) acquire(ctx context.Context) (time.Duration, error) {
 		// ctx deadline is nearer than the token (facts §D), and a 60 s wait is part
 		// of the call.
 		r := p.lim.Reserve()
-		if err := sleepFor(ctx, r.Delay()); err != nil {
+		if err := ctxsleep.Sleep(ctx, r.Delay()); err != nil {
 			r.Cancel()
 			return time.Since(start), err
 		}
@@ -127,25 +128,7 @@ func (p *pacer) save(st readmodel.MethodState) {
 
 // sleepUntil sleeps until t or until ctx ends.
 func sleepUntil(ctx context.Context, t time.Time) error {
-	return sleepFor(ctx, time.Until(t))
-}
-
-// sleepFor sleeps for d (nothing if d <= 0) or until ctx ends, returning ctx.Err().
-func sleepFor(ctx context.Context, d time.Duration) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if d <= 0 {
-		return nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return ctxsleep.Sleep(ctx, time.Until(t))
 }
 
 // StorePacing adapts a readmodel.Store to a PacingStore, each load a View and each

@@ -2,14 +2,14 @@ package slackfake
 
 import (
 	"bytes"
-	"context"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"strconv"
 	"syscall"
-	"time"
+
+	"github.com/slackpoll/slackpoll/internal/ctxsleep"
 )
 
 // Transport returns an http.RoundTripper that answers requests in memory, with no
@@ -34,7 +34,7 @@ func (t transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	a := t.s.handle(req.URL, req.Header, body, bodyErr)
-	if err := wait(ctx, a.delay); err != nil {
+	if err := ctxsleep.Sleep(ctx, a.delay); err != nil {
 		return nil, err
 	}
 	if a.reset {
@@ -97,28 +97,13 @@ type errReader struct{ err error }
 
 func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 
-// wait sleeps d on the runtime clock unless ctx ends first.
-func wait(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
 // ServeHTTP serves the Slack Web API at /<method> (any path prefix: the last path
 // element names the method). ConnReset hijacks the connection and resets it (or
 // aborts the handler with http.ErrAbortHandler where hijacking is unsupported).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, bodyErr := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
 	a := s.handle(r.URL, r.Header, body, bodyErr)
-	if err := wait(r.Context(), a.delay); err != nil {
+	if err := ctxsleep.Sleep(r.Context(), a.delay); err != nil {
 		return
 	}
 	if a.reset {
