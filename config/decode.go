@@ -302,12 +302,10 @@ func isNull(n *yaml.Node) bool {
 // secret value never reaches an error message.
 func describe(n *yaml.Node) string {
 	switch n.Kind {
-	case yaml.MappingNode:
-		return "a mapping"
-	case yaml.SequenceNode:
-		return "a list"
 	case yaml.ScalarNode:
 		return strconv.Quote(n.Value)
+	case yaml.MappingNode, yaml.SequenceNode:
+		return "a " + kindName(n)
 	}
 	return kindName(n)
 }
