@@ -610,6 +610,31 @@ func TestUsersResolvedWithLabelsAndCap(t *testing.T) {
 	}
 }
 
+// Users met only by the tail's reads (an old tracked message, a reaction on it) are
+// resolved in the same tick. They once waited for the next tick's users phase, which
+// a run of `slackpoll once` never reaches: its next run starts a new poller.
+func TestUsersOfTailReadsResolvedInTheSameTick(t *testing.T) {
+	src := newStub()
+	src.addChannel(ch)
+	src.users["U1"] = rm.User{ID: "U1", DisplayName: "avery"}
+	src.users["U2"] = rm.User{ID: "U2", DisplayName: "bee"}
+	old := msg(ch, "1718906000.000100", "U1", "old one") // older than the bulk window
+	old.Reactions = []rm.Reaction{{Name: "eyes", Count: 1, Users: []string{"U2"}}}
+	src.post(old)
+	p, store, _ := newPoller(t, src, ch)
+	if err := rm.Track(store, ch, old.TS, ""); err != nil {
+		t.Fatal(err)
+	}
+	mustTick(t, p)
+	var labels []string
+	_ = store.View(func(tx rm.Tx) error {
+		return tx.Users(func(u rm.User) error { labels = append(labels, u.Label()); return nil })
+	})
+	if !slices.Equal(labels, []string{"avery", "bee"}) {
+		t.Fatalf("labels after one tick = %v, want the author and the reaction user of the tail read", labels)
+	}
+}
+
 func TestTrackRecordRules(t *testing.T) {
 	store := openStore(t)
 	x := rm.TS("1718906000.000100")

@@ -102,11 +102,14 @@ type phase struct {
 // 4-minute deadline, and a tick that spent it all on phase 1 would never sync a thread
 // or rotate the tail (the starvation the convergence simulation found). A phase that
 // finds its share spent returns errStopTick and the next phase starts; the last share
-// ends the tick.
+// ends the tick. Users are resolved again after the tail, within the same
+// users_info_calls cap, so that the users its reads name get their labels in this
+// tick: a `slackpoll once` has no next tick to wait for.
 func (t *tick) run() error {
 	phases := []phase{
 		{t.authenticate, 1}, {t.discover, 1}, {t.refreshConversations, 1},
 		{t.bulkWindow, 0.5}, {t.syncThreads, 0.75}, {t.resolveUsers, 1}, {t.tail, 1},
+		{t.resolveUsers, 1},
 	}
 	for _, ph := range phases {
 		t.phaseEnd = t.start.Add(time.Duration(float64(t.p.cfg.SoftDeadline) * ph.share))
