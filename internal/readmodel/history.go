@@ -143,7 +143,8 @@ func (t *tick) markMissing(ch string, oldest, latest TS, seen map[TS]bool) error
 
 // readOne is the exact single-message read of the tail: conversations.history with
 // oldest = latest = ts, inclusive, limit 1 (without inclusive the window is empty). It
-// is a complete read covering ts: absence marks missing_since.
+// is a complete read covering ts: absence marks missing_since, unless the message was
+// never read and turns out to be a thread reply (notInHistory).
 func (t *tick) readOne(ref Ref) error {
 	t.call(MethodHistory)
 	page, err := t.p.src.History(t.ctx, HistoryRequest{Channel: ref.Channel, Oldest: ref.TS, Latest: ref.TS, Inclusive: true, Limit: 1})
@@ -174,16 +175,5 @@ func (t *tick) readOne(ref Ref) error {
 	if len(found) > 0 {
 		return t.applyPage(found[:1], nil)
 	}
-	now := t.now()
-	return storeErr(t.p.store.Update(func(tx Tx) error {
-		m, ok, err := tx.Message(ref.Channel, ref.TS)
-		if err != nil || !ok {
-			return err
-		}
-		if m.MissingSince == nil {
-			m.MissingSince = &now
-		}
-		m.LastPolledAt = &now
-		return tx.PutMessage(m)
-	}))
+	return t.notInHistory(ref)
 }

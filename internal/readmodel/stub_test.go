@@ -216,17 +216,28 @@ func (s *stubSource) Replies(ctx context.Context, req rm.RepliesRequest) (rm.Pag
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// Like Slack, ts may name the parent or any reply of it: the answer is the thread.
+	root := req.TS
+	for ref, replies := range s.threads {
+		if ref.Channel == req.Channel && slices.ContainsFunc(replies, func(m rm.Message) bool { return m.TS == req.TS }) {
+			root = ref.TS
+		}
+	}
 	var parent *rm.Message
 	for _, m := range s.hist[req.Channel] {
-		if m.TS == req.TS {
+		if m.TS == root {
 			parent = &m
 		}
 	}
-	replies := s.threads[rm.Ref{Channel: req.Channel, TS: req.TS}]
+	replies := s.threads[rm.Ref{Channel: req.Channel, TS: root}]
 	if parent == nil {
 		return rm.Page{}, &rm.APIError{Method: rm.MethodReplies, Code: "thread_not_found", Class: rm.ClassItem}
 	}
-	p, err := page(replies, req.Cursor, s.pageSize)
+	size := s.pageSize
+	if req.Limit > 0 && req.Limit < size {
+		size = req.Limit
+	}
+	p, err := page(replies, req.Cursor, size)
 	if err != nil {
 		return p, err
 	}

@@ -1,0 +1,74 @@
+package cli
+
+import (
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slackpoll/slackpoll/internal/converge"
+	"github.com/slackpoll/slackpoll/internal/slackfake"
+)
+
+// A user tracks a reply our app posted in a thread older than the bulk window, before
+// slackpoll ever stored that thread. Through the real client and the HTTP fake, one
+// `once` must find the reply through its thread (conversations.history never returns
+// replies) and show it with its record, not as missing; the export then equals the
+// workspace.
+func TestTrackAReplyInAnOldThreadThenOnce(t *testing.T) {
+	now := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	clock := now.Add(-100 * time.Hour) // older than the 72h bulk window
+	fake := slackfake.New(slackfake.Options{Now: func() time.Time { return clock }})
+	for _, err := range []error{
+		fake.AddUser(slackfake.User{ID: "U0AVERY00", DisplayName: "avery"}),
+		fake.AddConversation(slackfake.PublicChannel("C0GENERAL", "general")),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	parent, err := fake.Post("C0GENERAL", "U0AVERY00", "Deploy finished")
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock = clock.Add(time.Minute)
+	reply, err := fake.ReplyAsAppBot("C0GENERAL", parent, fake.BotID(), "Rolled back")
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock = now
+	srv := httptest.NewServer(fake)
+	t.Cleanup(srv.Close)
+	cfg := writeConfig(t, cfgOpts{
+		store: filepath.Join(t.TempDir(), "slackpoll.db"), apiURL: srv.URL,
+		slack: fake.Token(), convs: []string{"C0GENERAL"},
+	})
+
+	if code, _, errOut := runCLI(t.Context(), "track", "C0GENERAL", string(reply), "--record", "incident-9", "--config", cfg); code != ExitOK {
+		t.Fatalf("track: exit %d: %s", code, errOut)
+	}
+	if code, _, errOut := runCLI(t.Context(), "once", "--config", cfg); code != ExitOK {
+		t.Fatalf("once: exit %d: %s", code, errOut)
+	}
+	code, out, errOut := runCLI(t.Context(), "show", "--record", "incident-9", "--config", cfg)
+	if code != ExitOK {
+		t.Fatalf("show: exit %d: %s", code, errOut)
+	}
+	wantContains(t, "show of the tracked reply", out, "text:      Rolled back", "own post:  yes", "record:    incident-9")
+	if strings.Contains(out, "missing") || strings.Contains(out, "never read") {
+		t.Fatalf("tracked reply shown as missing or unread:\n%s", out)
+	}
+
+	code, exp, errOut := runCLI(t.Context(), "export", "--config", cfg)
+	if code != ExitOK {
+		t.Fatalf("export: exit %d: %s", code, errOut)
+	}
+	model, err := converge.ReadLines(strings.NewReader(exp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep := converge.Diff(model, converge.Lines(fake.Truth()), ""); len(rep.Differences) > 0 {
+		t.Fatalf("export differs from the workspace:\n%s\n%s", strings.Join(rep.Differences, "\n"), exp)
+	}
+}
