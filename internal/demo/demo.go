@@ -311,8 +311,11 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	return res, nil
 }
 
-// trackOlder tracks up to n top-level messages older than before, spread evenly over
-// the truth, each with a record key "demo-<i>".
+// trackOlder tracks up to n messages older than before, spread evenly over the
+// truth's top-level messages, each with a record key "demo-<i>". For every fourth
+// one that is a thread parent, its newest reply is tracked instead: a reply in a
+// thread the store does not hold, which conversations.history never returns and the
+// poller must find through conversations.replies.
 func trackOlder(store rm.Store, truth slackfake.Truth, before time.Time, n int) (int, error) {
 	var older []rm.MessageLine
 	cut := rm.TSFromUnix(before.Unix())
@@ -327,7 +330,11 @@ func trackOlder(store rm.Store, truth slackfake.Truth, before time.Time, n int) 
 	step := max(1, len(older)/n)
 	count := 0
 	for i := 0; i < len(older) && count < n; i += step {
-		if err := rm.Track(store, older[i].Channel, older[i].TS, fmt.Sprintf("demo-%d", count)); err != nil {
+		ts := older[i].TS
+		if r := older[i].Replies; count%4 == 3 && len(r) > 0 {
+			ts = r[len(r)-1].TS
+		}
+		if err := rm.Track(store, older[i].Channel, ts, fmt.Sprintf("demo-%d", count)); err != nil {
 			return count, err
 		}
 		count++

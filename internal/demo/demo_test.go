@@ -75,6 +75,9 @@ func TestConvergesUnderMutationsAndFaults(t *testing.T) {
 	if agg.seeds >= 20 && 2*agg.limitedSeeds < agg.seeds {
 		t.Errorf("only %d of %d seeds met a 429 with Retry-After: the fake limits of seedOptions no longer outpace the client", agg.limitedSeeds, agg.seeds)
 	}
+	if agg.seeds >= 20 && agg.located == 0 {
+		t.Errorf("no tracked reply was looked up with conversations.replies in %d seeds: trackOlder no longer tracks replies of threads the store lacks", agg.seeds)
+	}
 }
 
 // seedOptions are the options of one seed: a small workspace (each seed costs a
@@ -157,6 +160,9 @@ type seedResult struct {
 	changes                    map[string]int
 	faults                     map[slackfake.FaultKind]int
 	limited                    int
+	// located counts answered conversations.replies calls with limit=1: only the
+	// poller's search for the thread of a tracked reply makes them.
+	located int
 }
 
 func convergeSeed(t *testing.T, seed int64, agg *aggregate) {
@@ -204,6 +210,9 @@ func convergeSeed(t *testing.T, seed int64, agg *aggregate) {
 		out.faults = map[slackfake.FaultKind]int{}
 		for _, r := range res.Requests {
 			out.faults[r.Fault]++
+			if r.Method == rm.MethodReplies && r.Params.Get("limit") == "1" && r.Status == 200 && r.Error == "" {
+				out.located++
+			}
 		}
 		for _, k := range allFaults {
 			if out.faults[k] == 0 {
@@ -272,6 +281,7 @@ func changeKind(d string) string {
 type aggregate struct {
 	mu                       sync.Mutex
 	seeds, mutations, limit  int
+	located                  int
 	noRotation, limitedSeeds int
 	ticks                    []int
 	changes                  map[string]int
@@ -287,6 +297,7 @@ func (a *aggregate) add(r seedResult) {
 	a.seeds++
 	a.mutations += r.mutations
 	a.limit += r.limited
+	a.located += r.located
 	if r.noRotation {
 		a.noRotation++
 	}
@@ -318,6 +329,6 @@ func (a *aggregate) String() string {
 		hist[n]++
 	}
 	fmt.Fprintf(&b, "ticks to a match (-1: never): seeds %v; %d seeds without a reported rotation period\n", hist, a.noRotation)
-	fmt.Fprintf(&b, "changes: %v\nfaults: %v; 429s with Retry-After: %d, in %d seeds", a.changes, a.faults, a.limit, a.limitedSeeds)
+	fmt.Fprintf(&b, "changes: %v\nfaults: %v; 429s with Retry-After: %d, in %d seeds; tracked replies found through their thread: %d", a.changes, a.faults, a.limit, a.limitedSeeds, a.located)
 	return b.String()
 }
