@@ -47,7 +47,8 @@ func TestShow(t *testing.T) {
 			if code != ExitOK {
 				t.Fatalf("show own = %d", code)
 			}
-			wantContains(t, "show own post", own, "own post:  yes", "slackpoll (U0BOTSELF)")
+			wantContains(t, "show own post", own, "own post:  yes", "slackpoll (U0BOTSELF)",
+				"reactions: :eyes: 1 (slackpoll (U0BOTSELF, own))")
 
 			code, never, _ := runCLI(t.Context(), "show", "--config", cfg, readfixture.General, string(readfixture.NeverPolled))
 			if code != ExitOK {

@@ -75,10 +75,11 @@ func cmdShow(ctx context.Context, c *cmdCtx) error {
 	defer func() { _ = r.Close() }() // read-only
 	var line rm.MessageLine
 	var labels map[string]string
+	var ownUser string
 	if r.api != nil {
-		line, labels, err = showFromAPI(r.api, ref, c.record)
+		line, labels, ownUser, err = showFromAPI(r.api, ref, c.record)
 	} else {
-		line, labels, err = showFromStore(r.store, ref, c.record)
+		line, labels, ownUser, err = showFromStore(r.store, ref, c.record)
 	}
 	if err != nil {
 		return err
@@ -88,7 +89,7 @@ func cmdShow(ctx context.Context, c *cmdCtx) error {
 		enc.SetEscapeHTML(false)
 		return enc.Encode(line)
 	}
-	return writeShow(c.env.Stdout, &line, labels)
+	return writeShow(c.env.Stdout, &line, labels, ownUser)
 }
 
 // errNoMessage says what to do about a message the model does not hold.
@@ -101,9 +102,15 @@ func errNoRecord(key string) error {
 	return fmt.Errorf("no message is tracked as record %q: attach one with `slackpoll track --record %s CHANNEL TS`", key, key)
 }
 
-// showFromStore reads the message line and the labels of every user it names.
-func showFromStore(s rm.Store, ref rm.Ref, record string) (line rm.MessageLine, labels map[string]string, err error) {
+// showFromStore reads the message line, the labels of every user it names and the
+// bot user ID auth.test last gave ("" before the first tick).
+func showFromStore(s rm.Store, ref rm.Ref, record string) (line rm.MessageLine, labels map[string]string, ownUser string, err error) {
 	err = s.View(func(tx rm.Tx) error {
+		id, _, err := tx.Identity()
+		if err != nil {
+			return err
+		}
+		ownUser = id.UserID
 		if record != "" {
 			var ok bool
 			if ref, ok, err = tx.Record(record); err != nil {
@@ -129,12 +136,13 @@ func showFromStore(s rm.Store, ref rm.Ref, record string) (line rm.MessageLine, 
 		}
 		return nil
 	})
-	return line, labels, err
+	return line, labels, ownUser, err
 }
 
 // showFromAPI asks the daemon for the message line, then for each user it names
-// (GET /v1/users/{id}); a user never looked up keeps its ID.
-func showFromAPI(api *apiClient, ref rm.Ref, record string) (rm.MessageLine, map[string]string, error) {
+// (GET /v1/users/{id}; a user never looked up keeps its ID), and, when the message has
+// reactions or edits to mark as own, for the bot user ID (GET /v1/status).
+func showFromAPI(api *apiClient, ref rm.Ref, record string) (rm.MessageLine, map[string]string, string, error) {
 	var line rm.MessageLine
 	path := "/v1/conversations/" + url.PathEscape(ref.Channel) + "/messages/" + url.PathEscape(string(ref.TS))
 	if record != "" {
@@ -143,22 +151,34 @@ func showFromAPI(api *apiClient, ref rm.Ref, record string) (rm.MessageLine, map
 	if err := api.get(path, &line); err != nil {
 		switch {
 		case errors.Is(err, errAPINotFound) && record != "":
-			return line, nil, errNoRecord(record)
+			return line, nil, "", errNoRecord(record)
 		case errors.Is(err, errAPINotFound):
-			return line, nil, errNoMessage(ref)
+			return line, nil, "", errNoMessage(ref)
 		}
-		return line, nil, err
+		return line, nil, "", err
 	}
 	labels := map[string]string{}
-	for _, id := range usersOf(&line) {
+	ids := usersOf(&line)
+	for _, id := range ids {
 		var u rm.UserLine
 		err := api.get("/v1/users/"+url.PathEscape(id), &u)
 		switch {
 		case err == nil:
 			labels[id] = u.Label
 		case !errors.Is(err, errAPINotFound):
-			return line, nil, err
+			return line, nil, "", err
 		}
 	}
-	return line, labels, nil
+	if len(ids) == 0 {
+		return line, labels, "", nil
+	}
+	var rep status.Report
+	if err := api.get("/v1/status", &rep); err != nil {
+		return line, nil, "", err
+	}
+	ownUser := ""
+	if rep.Identity != nil {
+		ownUser = rep.Identity.UserID
+	}
+	return line, labels, ownUser, nil
 }

@@ -96,6 +96,7 @@ func New(t testing.TB, opts Options) *Fixture {
 	must(t, fake.React(General, f.Parent, Bee, "white_check_mark"))
 	f.Plain = mustTS(t)(fake.Post(General, Bee, "lunch?"))
 	f.Own = mustTS(t)(fake.PostAsAppBot(General, fake.BotID(), "I am the bot"))
+	must(t, fake.React(General, f.Own, fake.BotUserID(), "eyes"))
 	clock.Advance(time.Second)
 
 	f.Path = filepath.Join(t.TempDir(), "slackpoll.db")

@@ -21,9 +21,13 @@ type Report struct {
 	// so no tick is scheduled.
 	DaemonRunning bool `json:"daemon_running"`
 	// IntervalSeconds is tick.interval.
-	IntervalSeconds float64        `json:"interval_seconds"`
-	Conversations   []Conversation `json:"conversations"`
-	Coverage        Coverage       `json:"coverage"`
+	IntervalSeconds float64 `json:"interval_seconds"`
+	// Identity is who the token is, as auth.test last answered (team, bot user, bot
+	// ID, scopes); nil before the first tick. Its bot user ID is what tells our own
+	// reactions apart (design.md §3).
+	Identity      *rm.Identity   `json:"identity"`
+	Conversations []Conversation `json:"conversations"`
+	Coverage      Coverage       `json:"coverage"`
 	// LastTick is the summary of the last finished tick; nil before the first one.
 	LastTick *Tick `json:"last_tick"`
 	// NextTickAt is when the next tick starts: the last tick's start plus the interval,
@@ -117,6 +121,14 @@ func Build(tx rm.Tx, in Input) (Report, error) {
 	}
 	if err := r.addCoverage(tx); err != nil {
 		return Report{}, err
+	}
+	id, ok, err := tx.Identity()
+	if err != nil {
+		return Report{}, err
+	}
+	if ok {
+		id.CheckAt = id.CheckAt.UTC()
+		r.Identity = &id
 	}
 	sum, ok, err := tx.LastTick()
 	if err != nil {

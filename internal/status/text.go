@@ -29,6 +29,9 @@ func (r *Report) WriteText(w io.Writer) error {
 		return err
 	}
 	p.line("")
+	if id := r.Identity; id != nil {
+		p.line("token: team %s, bot user %s, bot %s; checked %s", id.TeamID, dash(id.UserID), dash(id.BotID), r.timeAgo(&id.CheckAt))
+	}
 	cv := r.Coverage
 	p.line("tracked: %d messages (%d never polled); oldest refresh: %s", cv.Tracked, cv.NeverPolled, r.timeAgo(cv.OldestPolledAt))
 	if cv.RotationPeriodSeconds != nil {

@@ -23,6 +23,7 @@ func TestWriteText(t *testing.T) {
 		"missing_scope (add scope groups:history)",
 		"not_in_channel (invite the bot)",
 		"C0PENDING     -        -                pending",
+		"token: team T0SLACKPL, bot user U0BOTSELF, bot B0BOTSELF; checked 2026-11-30T10:00:01Z (30s ago)",
 		"tracked: 4 messages (1 never polled); oldest refresh: 2026-11-30T10:00:01Z (30s ago)",
 		"rotation period: unknown",
 		"last tick: 2026-11-30T10:00:01Z (30s ago), took 0s, stopped: complete",
