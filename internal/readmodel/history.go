@@ -27,58 +27,6 @@ func (t *tick) bulkWindow() error {
 	return nil
 }
 
-// sweep reads one conversation's bulk window.
-func (t *tick) sweep(ch string) error {
-	readAt := t.now()
-	oldest := TSFromUnix(readAt.Add(-t.p.cfg.BulkWindow).Unix())
-	seen := map[TS]bool{}
-	provable := true // false once a skipped message's ts is unknown
-	cursor := ""
-	for {
-		if t.pastDeadline() {
-			return errStopTick
-		}
-		if !t.take(&t.left.HistoryPages, "history_pages") {
-			return nil // cut short: proves nothing about absence
-		}
-		t.call(MethodHistory)
-		page, err := t.p.src.History(t.ctx, HistoryRequest{Channel: ch, Oldest: oldest, Limit: HistoryPageLimit, Cursor: cursor})
-		if err != nil {
-			if ferr := t.fatal(err); ferr != nil {
-				return ferr
-			}
-			return t.conversationFailed(ch, err)
-		}
-		for _, s := range page.Skipped {
-			if s.TS == "" {
-				provable = false
-			} else {
-				seen[s.TS] = true // unreadable, not absent
-			}
-		}
-		if len(page.Skipped) > 0 {
-			t.skip("%s: %d undecodable message(s): %s", ch, len(page.Skipped), joinErrs(page.Skipped))
-		}
-		if err := t.applyPage(page.Messages, seen); err != nil {
-			return err
-		}
-		if page.NextCursor == "" {
-			break
-		}
-		if page.NextCursor == cursor {
-			t.skip("%s: conversations.history returned the cursor it was given; window left incomplete", ch)
-			return nil
-		}
-		cursor = page.NextCursor
-	}
-	if provable {
-		if err := t.markMissing(ch, oldest, TSFromUnix(readAt.Unix()), seen); err != nil {
-			return err
-		}
-	}
-	return t.conversationOK(ch, true)
-}
-
 // applyPage writes the messages of one page in one transaction, queues the threads
 // whose latest_reply moved, and notes the users to resolve.
 func (t *tick) applyPage(msgs []Message, seen map[TS]bool) error {

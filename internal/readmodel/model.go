@@ -192,6 +192,16 @@ type Conversation struct {
 	RetryAt *time.Time `json:"retry_at"`
 	// Discovered is set for conversations found by discover: member rather than listed.
 	Discovered bool `json:"discovered"`
+
+	// Bulk window walks (phase 1). CoveredTo is the top of the last walk that reached
+	// its empty cursor: every message of the window up to it has been read at least
+	// once, and is tracked since. WalkTop and WalkBottom are a walk cut short (budget,
+	// deadline, error): it read (WalkBottom, WalkTop] newest first, and the next sweep
+	// resumes below WalkBottom, down to CoveredTo, rather than from the newest message
+	// again. "" when unknown or none.
+	CoveredTo  TS `json:"covered_to"`
+	WalkTop    TS `json:"walk_top"`
+	WalkBottom TS `json:"walk_bottom"`
 }
 
 // Identity is what auth.test says about the token: the bot user and bot IDs used to

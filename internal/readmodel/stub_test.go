@@ -25,6 +25,7 @@ type stubSource struct {
 	threads      map[rm.Ref][]rm.Message // parent → replies, ascending
 	pageSize     int
 	repeatParent bool
+	ascending    bool // history pages oldest first (Slack's order is newest first)
 	users        map[string]rm.User
 	fails        []stubFail
 	calls        []stubCall
@@ -200,6 +201,9 @@ func (s *stubSource) History(ctx context.Context, req rm.HistoryRequest) (rm.Pag
 		in = append(in, m)
 	}
 	slices.SortFunc(in, func(a, b rm.Message) int { return b.TS.Compare(a.TS) })
+	if s.ascending {
+		slices.Reverse(in)
+	}
 	size := s.pageSize
 	if req.Limit > 0 && req.Limit < size {
 		size = req.Limit
