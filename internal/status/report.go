@@ -49,6 +49,11 @@ type Conversation struct {
 	Error       string     `json:"error"`
 	Discovered  bool       `json:"discovered"`
 	LastSweptAt *time.Time `json:"last_swept_at"`
+	// WalkResumesBelow is set while a bulk window walk cut short is being finished:
+	// the window has been read from its newest message down to this ts, and the next
+	// sweep reads on below it before a fresh walk looks for new messages. "" when no
+	// walk is pending.
+	WalkResumesBelow rm.TS `json:"walk_resumes_below"`
 	// Messages counts stored message records (replies included), Threads the thread
 	// parents with a stored reply set, Tracked the messages in the tail rotation.
 	Messages int `json:"messages"`
@@ -147,7 +152,7 @@ func (r *Report) addConversations(tx rm.Tx, configured []string) error {
 		r.Conversations = append(r.Conversations, Conversation{
 			ID: c.ID, Name: c.Name, Type: c.Type, Status: orPending(c.Status),
 			NeededScope: c.NeededScope, Error: c.ErrorDetail, Discovered: c.Discovered,
-			LastSweptAt: utc(c.LastSweptAt),
+			LastSweptAt: utc(c.LastSweptAt), WalkResumesBelow: c.WalkBottom,
 		})
 		return nil
 	})

@@ -29,6 +29,12 @@ func (r *Report) WriteText(w io.Writer) error {
 		return err
 	}
 	p.line("")
+	for _, c := range r.Conversations {
+		if c.WalkResumesBelow != "" {
+			at := time.Unix(c.WalkResumesBelow.Unix(), 0)
+			p.line("catching up: %s's bulk window is read down to %s (%s); the next sweep reads on below it", c.ID, c.WalkResumesBelow, stamp(at))
+		}
+	}
 	if id := r.Identity; id != nil {
 		p.line("token: team %s, bot user %s, bot %s; checked %s", id.TeamID, dash(id.UserID), dash(id.BotID), r.timeAgo(&id.CheckAt))
 	}
