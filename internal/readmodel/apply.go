@@ -110,3 +110,18 @@ func (t *tick) queueThread(m *Message, force bool) {
 	t.queued[ref] = true
 	t.threadQueue = append(t.threadQueue, threadCandidate{Ref: ref, latestReply: m.LatestReply})
 }
+
+// trackParent tracks, as never read, the parent of a reply the store holds without
+// it — a thread_broadcast read from history whose parent is older than the window.
+// Replies leave the tail (their parent's thread reads refresh them), so without its
+// parent such a reply would never be read again.
+func trackParent(tx Tx, m *Message) error {
+	if !m.IsReply() {
+		return nil
+	}
+	_, ok, err := tx.Message(m.Channel, m.ThreadTS)
+	if err != nil || ok {
+		return err
+	}
+	return tx.PutMessage(Message{Channel: m.Channel, TS: m.ThreadTS})
+}

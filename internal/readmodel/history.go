@@ -40,6 +40,9 @@ func (t *tick) applyPage(msgs []Message, seen map[TS]bool) error {
 			if err != nil {
 				return err
 			}
+			if err := trackParent(tx, &m); err != nil {
+				return err
+			}
 			u, err := unverifiedReplies(tx, &m)
 			if err != nil {
 				return err

@@ -49,9 +49,17 @@ func (t *tick) markGone(ref Ref) error {
 // first in the tail next tick.
 func (t *tick) locate(ref Ref) error {
 	if t.left.RepliesCalls <= 0 {
-		t.skip("%s/%s: not in conversations.history, so it may be a thread reply; finding its thread needs a conversations.replies call and replies_calls is spent this tick", ref.Channel, ref.TS)
+		if !t.p.unlocated[ref] {
+			t.p.unlocated[ref] = true
+			t.skip("%s/%s: not in conversations.history, so it may be a thread reply; finding its thread needs a conversations.replies call and replies_calls is spent this tick", ref.Channel, ref.TS)
+		}
 		return nil
 	}
+	if t.pastDeadline() {
+		t.p.unlocated[ref] = true
+		return errStopTick
+	}
+	delete(t.p.unlocated, ref)
 	t.left.RepliesCalls--
 	t.call(MethodReplies)
 	page, err := t.p.src.Replies(t.ctx, RepliesRequest{Channel: ref.Channel, TS: ref.TS, Limit: 1})

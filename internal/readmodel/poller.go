@@ -86,12 +86,16 @@ type Poller struct {
 	// Tail throughput of the last ticks, for the rotation period estimate.
 	tailSamples  []tailSample
 	lastFinished time.Time
+	// unlocated are never-read tracked messages the exact history read missed and
+	// that wait for a conversations.replies call to find their thread (locate): the
+	// history read is not repeated. Lost on restart, which costs one read again.
+	unlocated map[Ref]bool
 }
 
 // NewPoller returns a Poller writing to store and reading from src.
 func NewPoller(store Store, src Source, cfg PollerConfig) *Poller {
 	cfg.setDefaults()
-	return &Poller{store: store, src: src, cfg: cfg, log: cfg.Logger, pendingUsers: map[string]struct{}{}}
+	return &Poller{store: store, src: src, cfg: cfg, log: cfg.Logger, pendingUsers: map[string]struct{}{}, unlocated: map[Ref]bool{}}
 }
 
 // ErrTokenRejected wraps the token-wide errors (invalid_auth, token_revoked, ...) that

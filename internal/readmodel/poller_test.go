@@ -261,14 +261,8 @@ func TestAbsenceNeverErases(t *testing.T) {
 	if m := getMsg(t, store, ch, b); m.MissingSince != nil || m.Text != "b" {
 		t.Fatalf("after a cut-short read: %+v, want untouched", m)
 	}
-	// The next sweep finishes the walk cut short; its pages span two ticks, so it
-	// proves no absence either.
-	clock.Advance(time.Minute)
-	mustTick(t, p)
-	if m := getMsg(t, store, ch, b); m.MissingSince != nil {
-		t.Fatalf("after resuming the cut-short walk: %+v, want untouched", m)
-	}
-	// A complete window read in one tick marks it missing but keeps its content.
+	// A complete window read marks it missing but keeps its content. (The walk cut
+	// short reached the top of the complete walk before it, so none is resumed.)
 	clock.Advance(time.Minute)
 	mustTick(t, p)
 	m := getMsg(t, store, ch, b)

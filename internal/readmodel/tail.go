@@ -29,9 +29,6 @@ func (t *tick) tail() error {
 		if t.pastDeadline() {
 			return errStopTick
 		}
-		if !t.take(&t.left.TailFetches, "tail_fetches") {
-			return nil
-		}
 		var m Message
 		err := t.p.store.View(func(tx Tx) error {
 			var err error
@@ -41,9 +38,19 @@ func (t *tick) tail() error {
 		if err != nil {
 			return storeErr(err)
 		}
-		if m.IsParent() && !m.ThreadGone && t.left.RepliesCalls > 0 {
+		unlocated := m.LastPolledAt == nil && t.p.unlocated[e.Ref]
+		if unlocated && t.left.RepliesCalls <= 0 {
+			continue // history is known to miss it: wait for a replies call
+		}
+		if !t.take(&t.left.TailFetches, "tail_fetches") {
+			return nil
+		}
+		switch {
+		case unlocated:
+			err = t.locate(e.Ref)
+		case m.IsParent() && !m.ThreadGone && t.left.RepliesCalls > 0:
 			err = t.readThread(e.Ref, m.LatestReply)
-		} else {
+		default:
 			err = t.readOne(e.Ref)
 		}
 		if err != nil {

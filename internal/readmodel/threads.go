@@ -1,5 +1,7 @@
 package readmodel
 
+import "time"
+
 // syncThreads reads the threads queued by phase 1, in the order their parents were
 // read, until the replies_calls cap is spent or the deadline passes.
 func (t *tick) syncThreads() error {
@@ -112,7 +114,7 @@ func (t *tick) writeThread(parent Ref, latestReply TS, r *threadRead) error {
 		}
 		for _, old := range stored {
 			if _, ok := r.byTS[old.TS]; !ok && !r.keep[old.TS] {
-				if err := tx.DeleteMessage(old.Channel, old.TS); err != nil {
+				if err := dropReply(tx, old, now); err != nil {
 					return err
 				}
 			}
@@ -162,13 +164,14 @@ func (t *tick) writeThread(parent Ref, latestReply TS, r *threadRead) error {
 // the reply set becomes empty, the parent is marked deleted, and its watermark becomes
 // its last read latest_reply so the thread is not asked for again.
 func (t *tick) threadGone(parent Ref) error {
+	now := t.now()
 	return storeErr(t.p.store.Update(func(tx Tx) error {
 		stored, err := tx.Replies(parent.Channel, parent.TS)
 		if err != nil {
 			return err
 		}
 		for _, old := range stored {
-			if err := tx.DeleteMessage(old.Channel, old.TS); err != nil {
+			if err := dropReply(tx, old, now); err != nil {
 				return err
 			}
 		}
@@ -181,4 +184,19 @@ func (t *tick) threadGone(parent Ref) error {
 		p.ReplyWatermark = p.LatestReply
 		return tx.PutMessage(p)
 	}))
+}
+
+// dropReply removes a reply that a whole-thread read (or thread_not_found) says is
+// gone. A reply someone tracked — it carries a record key, or track added it and it
+// was never read — is kept instead, out of its thread, as deleted and missing since
+// now: the record stays attached and tells what became of its message.
+func dropReply(tx Tx, old Message, now time.Time) error {
+	if old.Record == "" && old.LastPolledAt != nil {
+		return tx.DeleteMessage(old.Channel, old.TS)
+	}
+	old.ThreadTS, old.Deleted, old.LastPolledAt = "", true, &now
+	if old.MissingSince == nil {
+		old.MissingSince = &now
+	}
+	return tx.PutMessage(old)
 }

@@ -34,6 +34,9 @@ type tick struct {
 	queued      map[Ref]bool
 	// Conversations that may be read this tick (not archived, not waiting on an error).
 	eligible map[string]bool
+	// Users whose users.info failed this tick: retried on a later tick, not by the
+	// users pass after the tail.
+	failedUsers map[string]bool
 }
 
 type threadCandidate struct {
@@ -45,10 +48,11 @@ func newTick(p *Poller, ctx context.Context) *tick {
 	now := p.cfg.Now()
 	return &tick{
 		p: p, ctx: ctx, start: now,
-		left:     p.cfg.Budget,
-		sum:      TickSummary{Started: now, Calls: map[string]int{}},
-		queued:   map[Ref]bool{},
-		eligible: map[string]bool{},
+		left:        p.cfg.Budget,
+		sum:         TickSummary{Started: now, Calls: map[string]int{}},
+		queued:      map[Ref]bool{},
+		eligible:    map[string]bool{},
+		failedUsers: map[string]bool{},
 	}
 }
 

@@ -11,7 +11,9 @@ import (
 func (t *tick) resolveUsers() error {
 	ids := make([]string, 0, len(t.p.pendingUsers))
 	for id := range t.p.pendingUsers {
-		ids = append(ids, id)
+		if !t.failedUsers[id] {
+			ids = append(ids, id)
+		}
 	}
 	slices.Sort(ids)
 	now := t.now()
@@ -47,6 +49,7 @@ func (t *tick) resolveUsers() error {
 				return ferr
 			}
 			t.skip("users.info %s: %v (keeping the cached label)", id, err)
+			t.failedUsers[id] = true
 			continue
 		}
 		u.ID = id

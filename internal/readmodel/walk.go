@@ -16,20 +16,24 @@ func (t *tick) sweep(ch string) error {
 		return storeErr(err)
 	}
 	if c.WalkBottom != "" && c.WalkTop != "" {
-		return t.resumeWalk(ch, c)
+		resumed, err := t.resumeWalk(ch, c)
+		if err != nil || resumed {
+			return err
+		}
+		c.CoveredTo, c.WalkTop, c.WalkBottom = c.WalkTop, "", ""
 	}
-	return t.freshWalk(ch)
+	return t.freshWalk(ch, c.CoveredTo)
 }
 
 // freshWalk pages (now − BulkWindow, now] newest first until the cursor is empty, the
 // history_pages cap is spent or the soft deadline passes. Each page is committed as it
 // arrives (one transaction per page). Only a walk that reached its empty cursor is a
 // complete read of the window (rule 4), which marks missing_since on stored timeline
-// messages it did not return.
-func (t *tick) freshWalk(ch string) error {
+// messages it did not return. covered is the conversation's CoveredTo.
+func (t *tick) freshWalk(ch string, covered TS) error {
 	readAt := t.now()
 	oldest := TSFromUnix(readAt.Add(-t.p.cfg.BulkWindow).Unix())
-	w := walk{ch: ch, seen: map[TS]bool{}, provable: true}
+	w := walk{ch: ch, floor: covered, seen: map[TS]bool{}, provable: true}
 	done, err := t.walk(&w, HistoryRequest{Channel: ch, Oldest: oldest, Limit: HistoryPageLimit})
 	if err != nil || !done {
 		return err
@@ -39,28 +43,31 @@ func (t *tick) freshWalk(ch string) error {
 			return err
 		}
 	}
-	return t.walkDone(ch, w.top)
+	return t.walkDone(ch, w.coveredTop())
 }
 
 // resumeWalk reads the part of a walk cut short that it did not reach: newest first
 // below WalkBottom (exclusive), down to CoveredTo or the window's start, whichever is
 // later — what lies below CoveredTo was read by a complete walk and is tracked since.
 // Reaching the empty cursor completes the walk; it marks nothing missing, since its
-// pages were read over several ticks.
-func (t *tick) resumeWalk(ch string, c Conversation) error {
+// pages were read over several ticks. It reports false, without a call, when nothing
+// is left to read (the window's start moved past the walk's bottom): then the walk is
+// complete and the sweep goes on with a fresh walk.
+func (t *tick) resumeWalk(ch string, c Conversation) (bool, error) {
 	floor := TSFromUnix(t.now().Add(-t.p.cfg.BulkWindow).Unix())
 	if floor.Before(c.CoveredTo) {
 		floor = c.CoveredTo
 	}
 	if !floor.Before(c.WalkBottom) {
-		return t.walkDone(ch, c.WalkTop)
+		err := t.updateConversation(ch, func(c *Conversation) { c.CoveredTo, c.WalkTop, c.WalkBottom = c.WalkTop, "", "" })
+		return false, err
 	}
 	w := walk{ch: ch, top: c.WalkTop, bottom: c.WalkBottom, seen: map[TS]bool{}}
 	done, err := t.walk(&w, HistoryRequest{Channel: ch, Oldest: floor, Latest: c.WalkBottom, Limit: HistoryPageLimit})
 	if err != nil || !done {
-		return err
+		return true, err
 	}
-	return t.walkDone(ch, w.top)
+	return true, t.walkDone(ch, w.coveredTop())
 }
 
 // walk is one bulk window walk in progress: it has read every message in
@@ -70,8 +77,17 @@ func (t *tick) resumeWalk(ch string, c Conversation) error {
 type walk struct {
 	ch          string
 	top, bottom TS
-	seen        map[TS]bool
-	provable    bool // every skipped message's ts is known (fresh walks only)
+	// floor is CoveredTo when the walk began (fresh walks): once bottom reaches it,
+	// everything up to top has been read, by this walk or a complete one before it.
+	floor TS
+	// covered is set once bottom reached floor and coverage was recorded.
+	covered  bool
+	seen     map[TS]bool
+	provable bool // every skipped message's ts is known (fresh walks only)
+	// gap is set when a page had an undecodable message of unknown ts: the walk
+	// cannot say it read everything in its range, so it records no progress and
+	// claims no coverage.
+	gap bool
 	// disordered is set once a page is not newest first: then the lowest ts read
 	// says nothing about what lies above it, and no progress is recorded (see
 	// facts §B1: Slack's paging direction is not documented for every case).
@@ -96,15 +112,22 @@ func (t *tick) walk(w *walk, req HistoryRequest) (done bool, err error) {
 			}
 			return false, t.conversationFailed(w.ch, err)
 		}
+		var unread []TS
 		for _, s := range page.Skipped {
 			if s.TS == "" {
-				w.provable = false
+				w.provable, w.gap = false, true
 			} else {
 				w.seen[s.TS] = true // unreadable, not absent
+				unread = append(unread, s.TS)
 			}
 		}
 		if len(page.Skipped) > 0 {
 			t.skip("%s: %d undecodable message(s): %s", w.ch, len(page.Skipped), joinErrs(page.Skipped))
+		}
+		// The walk goes on below them: the tail must read them, so they are tracked
+		// as never read if the store does not hold them.
+		if err := t.trackUnread(w.ch, unread); err != nil {
+			return false, err
 		}
 		if err := t.applyPage(page.Messages, w.seen); err != nil {
 			return false, err
@@ -133,7 +156,11 @@ func (t *tick) advance(w *walk, page *Page) error {
 			w.top = ts
 		}
 	}
-	if w.disordered {
+	if w.gap && !w.disordered {
+		w.disordered = true
+		return t.updateConversation(w.ch, func(c *Conversation) { c.WalkTop, c.WalkBottom = "", "" })
+	}
+	if w.disordered || w.covered {
 		return nil
 	}
 	low := w.bottom
@@ -150,7 +177,44 @@ func (t *tick) advance(w *walk, page *Page) error {
 		return nil
 	}
 	w.bottom = low
+	if w.floor != "" && !w.floor.Before(w.bottom) {
+		// Below here a complete walk has read everything: the window is covered
+		// through top now, whether or not this walk gets to its empty cursor.
+		w.covered = true
+		return t.updateConversation(w.ch, func(c *Conversation) { c.CoveredTo, c.WalkTop, c.WalkBottom = w.top, "", "" })
+	}
 	return t.updateConversation(w.ch, func(c *Conversation) { c.WalkTop, c.WalkBottom = w.top, w.bottom })
+}
+
+// coveredTop is the top a complete walk may claim coverage through: none when a
+// message of unknown ts was skipped.
+func (w *walk) coveredTop() TS {
+	if w.gap {
+		return ""
+	}
+	return w.top
+}
+
+// trackUnread stores a never-read placeholder for each ts the store does not hold, so
+// the tail reads it exactly (never read sorts first).
+func (t *tick) trackUnread(ch string, tss []TS) error {
+	if len(tss) == 0 {
+		return nil
+	}
+	return storeErr(t.p.store.Update(func(tx Tx) error {
+		for _, ts := range tss {
+			if _, ok, err := tx.Message(ch, ts); err != nil || ok {
+				if err != nil {
+					return err
+				}
+				continue
+			}
+			if err := tx.PutMessage(Message{Channel: ch, TS: ts}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
 }
 
 // walkDone records a walk that reached its empty cursor: the window is read through
