@@ -90,12 +90,23 @@ type Poller struct {
 	// that wait for a conversations.replies call to find their thread (locate): the
 	// history read is not repeated. Lost on restart, which costs one read again.
 	unlocated map[Ref]bool
+	// tickNo counts this process's ticks; tailBackoff holds tail entries whose last
+	// reads advanced nothing (undecodable, failing): skipped until tickNo reaches
+	// until, so that a message Slack keeps sending broken cannot take the tail's
+	// slots on every tick. Lost on restart, which costs one read again.
+	tickNo      int
+	tailBackoff map[Ref]backoff
+}
+
+// backoff is a tail entry's run of reads that advanced nothing.
+type backoff struct {
+	fails, until int
 }
 
 // NewPoller returns a Poller writing to store and reading from src.
 func NewPoller(store Store, src Source, cfg PollerConfig) *Poller {
 	cfg.setDefaults()
-	return &Poller{store: store, src: src, cfg: cfg, log: cfg.Logger, pendingUsers: map[string]struct{}{}, unlocated: map[Ref]bool{}}
+	return &Poller{store: store, src: src, cfg: cfg, log: cfg.Logger, pendingUsers: map[string]struct{}{}, unlocated: map[Ref]bool{}, tailBackoff: map[Ref]backoff{}}
 }
 
 // ErrTokenRejected wraps the token-wide errors (invalid_auth, token_revoked, ...) that
@@ -149,6 +160,7 @@ func storeErr(err error) error {
 // failed auth.test, or ctx cancellation (shutdown: nothing partial is written); budget
 // exhaustion, the soft deadline and per-conversation or per-item errors are not errors.
 func (p *Poller) Tick(ctx context.Context) (TickSummary, error) {
+	p.tickNo++
 	t := newTick(p, ctx)
 	err := t.run()
 	sum := t.finish(err)

@@ -1,5 +1,7 @@
 package readmodel
 
+import "time"
+
 // tail is phase 2: tracked messages not read yet this tick are re-read least recently
 // polled first (never polled first), up to tail_fetches. A thread parent is re-read
 // with its whole thread (conversations.replies returns the parent and then the
@@ -15,7 +17,8 @@ func (t *tick) tail() error {
 	err := t.p.store.View(func(tx Tx) error {
 		var err error
 		entries, err = tx.TailOldest(t.left.TailFetches, func(e TailEntry) bool {
-			return !t.eligible[e.Channel] || (e.RotatedAt != nil && !e.RotatedAt.Before(t.start))
+			return !t.eligible[e.Channel] || (e.RotatedAt != nil && !e.RotatedAt.Before(t.start)) ||
+				t.p.tailBackoff[e.Ref].until > t.p.tickNo
 		})
 		return err
 	})
@@ -56,10 +59,49 @@ func (t *tick) tail() error {
 		if err != nil {
 			return err
 		}
+		if err := t.noteProgress(e.Ref, &m); err != nil {
+			return err
+		}
 		t.sum.TailRead++
 	}
 	if len(entries) == t.p.cfg.Budget.TailFetches && t.left.TailFetches == 0 {
 		t.noteStop("budget:tail_fetches")
 	}
 	return t.syncThreads() // threads whose latest_reply moved, seen by single reads
+}
+
+// noteProgress backs off a tail entry whose read advanced nothing — still in the
+// rotation, neither the message nor its thread read since before (an undecodable
+// message, a failing read) — for 2, 4, … up to 64 ticks, so that it cannot take a tail
+// slot on every tick; a read that advances it ends the backoff. Entries waiting for
+// locate are handled there. before is the message as stored before the read.
+func (t *tick) noteProgress(ref Ref, before *Message) error {
+	var m Message
+	var ok bool
+	err := t.p.store.View(func(tx Tx) error {
+		var err error
+		m, ok, err = tx.Message(ref.Channel, ref.TS)
+		return err
+	})
+	if err != nil {
+		return storeErr(err)
+	}
+	stuck := ok && m.IsTracked() && !t.p.unlocated[ref] &&
+		sameTime(m.LastPolledAt, before.LastPolledAt) && sameTime(m.ThreadSyncedAt, before.ThreadSyncedAt)
+	if !stuck {
+		delete(t.p.tailBackoff, ref)
+		return nil
+	}
+	b := t.p.tailBackoff[ref]
+	b.fails++
+	b.until = t.p.tickNo + 1<<min(b.fails, 6)
+	t.p.tailBackoff[ref] = b
+	return nil
+}
+
+func sameTime(a, b *time.Time) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Equal(*b)
 }
