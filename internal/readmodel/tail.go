@@ -63,6 +63,13 @@ func (t *tick) tail() error {
 			return err
 		}
 		t.sum.TailRead++
+		// A read that queued its thread (latest_reply moved, or stored replies
+		// that only a thread read can confirm) gets it now: a tick that ends on
+		// its deadline before the end of the tail would drop the queue, and the
+		// parent's next read is a whole rotation away.
+		if err := t.syncThreads(); err != nil {
+			return err
+		}
 	}
 	if len(entries) == t.p.cfg.Budget.TailFetches && t.left.TailFetches == 0 {
 		t.noteStop("budget:tail_fetches")
