@@ -119,9 +119,17 @@ func trackParent(tx Tx, m *Message) error {
 	if !m.IsReply() {
 		return nil
 	}
-	_, ok, err := tx.Message(m.Channel, m.ThreadTS)
+	_, _, err := trackIfAbsent(tx, m.Channel, m.ThreadTS)
+	return err
+}
+
+// trackIfAbsent returns the stored message (ch, ts) and true or, when the store does
+// not hold it, tracks it as never read — a placeholder with no content, which the
+// tail reads first — and returns false.
+func trackIfAbsent(tx Tx, ch string, ts TS) (Message, bool, error) {
+	m, ok, err := tx.Message(ch, ts)
 	if err != nil || ok {
-		return err
+		return m, ok, err
 	}
-	return tx.PutMessage(Message{Channel: m.Channel, TS: m.ThreadTS})
+	return Message{}, false, tx.PutMessage(Message{Channel: ch, TS: ts})
 }

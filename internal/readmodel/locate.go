@@ -5,15 +5,9 @@ package readmodel
 // never read may instead be a thread reply, which conversations.history never returns:
 // locate asks conversations.replies before anything is marked.
 func (t *tick) notInHistory(ref Ref) error {
-	var m Message
-	var ok bool
-	err := t.p.store.View(func(tx Tx) error {
-		var err error
-		m, ok, err = tx.Message(ref.Channel, ref.TS)
-		return err
-	})
+	m, ok, err := t.message(ref)
 	if err != nil {
-		return storeErr(err)
+		return err
 	}
 	if ok && m.LastPolledAt == nil && !m.IsReply() {
 		return t.locate(ref)
@@ -153,15 +147,11 @@ func (t *tick) adoptReply(ref Ref, threadTS TS, self, parent *Message) error {
 			thread = &written[len(written)-1]
 			return nil
 		}
-		p, ok, err := tx.Message(ref.Channel, threadTS)
-		if err != nil {
-			return err
-		}
+		p, ok, err := trackIfAbsent(tx, ref.Channel, threadTS)
 		if ok {
 			thread = &p
-			return nil
 		}
-		return tx.PutMessage(Message{Channel: ref.Channel, TS: threadTS})
+		return err
 	})
 	if err != nil {
 		return storeErr(err)

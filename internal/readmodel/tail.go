@@ -32,14 +32,9 @@ func (t *tick) tail() error {
 		if t.pastDeadline() {
 			return errStopTick
 		}
-		var m Message
-		err := t.p.store.View(func(tx Tx) error {
-			var err error
-			m, _, err = tx.Message(e.Channel, e.TS)
-			return err
-		})
+		m, _, err := t.message(e.Ref)
 		if err != nil {
-			return storeErr(err)
+			return err
 		}
 		unlocated := m.LastPolledAt == nil && t.p.unlocated[e.Ref]
 		if unlocated && t.left.RepliesCalls <= 0 {
@@ -83,15 +78,9 @@ func (t *tick) tail() error {
 // slot on every tick; a read that advances it ends the backoff. Entries waiting for
 // locate are handled there. before is the message as stored before the read.
 func (t *tick) noteProgress(ref Ref, before *Message) error {
-	var m Message
-	var ok bool
-	err := t.p.store.View(func(tx Tx) error {
-		var err error
-		m, ok, err = tx.Message(ref.Channel, ref.TS)
-		return err
-	})
+	m, ok, err := t.message(ref)
 	if err != nil {
-		return storeErr(err)
+		return err
 	}
 	stuck := ok && m.IsTracked() && !t.p.unlocated[ref] &&
 		sameTime(m.LastPolledAt, before.LastPolledAt) && sameTime(m.ThreadSyncedAt, before.ThreadSyncedAt)

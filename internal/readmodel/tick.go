@@ -85,6 +85,18 @@ func (t *tick) take(cap *int, name string) bool {
 	return true
 }
 
+// message reads the stored message ref in a read transaction of its own.
+func (t *tick) message(ref Ref) (Message, bool, error) {
+	var m Message
+	var ok bool
+	err := t.p.store.View(func(tx Tx) error {
+		var err error
+		m, ok, err = tx.Message(ref.Channel, ref.TS)
+		return err
+	})
+	return m, ok, storeErr(err)
+}
+
 // call counts a started call of method, for the summary.
 func (t *tick) call(method string) { t.sum.Calls[method]++ }
 

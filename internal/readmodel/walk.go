@@ -203,13 +203,7 @@ func (t *tick) trackUnread(ch string, tss []TS) error {
 	}
 	return storeErr(t.p.store.Update(func(tx Tx) error {
 		for _, ts := range tss {
-			if _, ok, err := tx.Message(ch, ts); err != nil || ok {
-				if err != nil {
-					return err
-				}
-				continue
-			}
-			if err := tx.PutMessage(Message{Channel: ch, TS: ts}); err != nil {
+			if _, _, err := trackIfAbsent(tx, ch, ts); err != nil {
 				return err
 			}
 		}
