@@ -32,13 +32,19 @@ func onceWorkspace(t *testing.T) (*slackfake.Server, string) {
 	reply, _ := fake.Reply("C0GENERAL", parent, "U0BEE0000", "thanks")
 	_ = fake.Edit("C0GENERAL", reply, "thanks!")
 	_ = fake.React("C0GENERAL", parent, "U0BEE0000", "white_check_mark")
+	return fake, fakeConfig(t, fake)
+}
+
+// fakeConfig serves fake on loopback and writes a config that polls C0GENERAL there,
+// with a new store.
+func fakeConfig(t *testing.T, fake *slackfake.Server) string {
+	t.Helper()
 	srv := httptest.NewServer(fake)
 	t.Cleanup(srv.Close)
-	cfg := writeConfig(t, cfgOpts{
+	return writeConfig(t, cfgOpts{
 		store: filepath.Join(t.TempDir(), "slackpoll.db"), apiURL: srv.URL, // no trailing "/": added
 		slack: fake.Token(), convs: []string{"C0GENERAL"},
 	})
-	return fake, cfg
 }
 
 // `slackpoll once` against the fake on loopback builds a store that `slackpoll export`

@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -38,12 +36,7 @@ func TestTrackAReplyInAnOldThreadThenOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	clock = now
-	srv := httptest.NewServer(fake)
-	t.Cleanup(srv.Close)
-	cfg := writeConfig(t, cfgOpts{
-		store: filepath.Join(t.TempDir(), "slackpoll.db"), apiURL: srv.URL,
-		slack: fake.Token(), convs: []string{"C0GENERAL"},
-	})
+	cfg := fakeConfig(t, fake)
 
 	if code, _, errOut := runCLI(t.Context(), "track", "C0GENERAL", string(reply), "--record", "incident-9", "--config", cfg); code != ExitOK {
 		t.Fatalf("track: exit %d: %s", code, errOut)

@@ -11,6 +11,25 @@ import (
 	"github.com/slackpoll/slackpoll/internal/slackfake"
 )
 
+// backlogWorkspace adds to fake a busy channel with 80 messages five minutes apart
+// (6 pages of 15, over the last ~7 hours, inside the bulk window) and a quiet one with
+// one message, and returns their IDs.
+func backlogWorkspace(t *testing.T, fake *slackfake.Server) []string {
+	t.Helper()
+	convs := []string{"C0BUSY000", "C0QUIET00"}
+	for i, id := range convs {
+		must(t, fake.AddConversation(slackfake.PublicChannel(id, fmt.Sprintf("chan-%d", i))))
+	}
+	for i := range 80 {
+		_, err := fake.Post(convs[0], "U0AAAAAAA", fmt.Sprintf("backlog %d", i))
+		must(t, err)
+		time.Sleep(5 * time.Minute)
+	}
+	_, err := fake.Post(convs[1], "U0AAAAAAA", "hello")
+	must(t, err)
+	return convs
+}
+
 // Under the non_marketplace profile a tick reaches only a few history pages of 15
 // messages. A backlog inside the bulk window deeper than that — the first start on a
 // busy channel, or a restart after downtime — must still be read whole over the
@@ -19,31 +38,45 @@ import (
 // forever (messages no read ever stored, so no tail read ever refreshes them either).
 func TestNonMarketplaceBacklogDeeperThanATickIsReadWhole(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		rates, _ := rm.ProfileRates(rm.ProfileNonMarketplace)
-		fakeRates := map[string]int{}
-		for m, r := range rates {
-			fakeRates[m] = int(r)
-		}
-		fake := slackfake.New(slackfake.Options{OmitBlocks: true, PageCap: 15, RatePerMinute: fakeRates})
-		must(t, fake.AddUser(slackfake.User{ID: "U0AAAAAAA", DisplayName: "avery"}))
-		convs := []string{"C0BUSY000", "C0QUIET00"}
-		for i, id := range convs {
-			must(t, fake.AddConversation(slackfake.PublicChannel(id, fmt.Sprintf("chan-%d", i))))
-		}
-		for i := range 80 { // 6 pages of 15, in the last ~7 hours
-			_, err := fake.Post(convs[0], "U0AAAAAAA", fmt.Sprintf("backlog %d", i))
-			must(t, err)
-			time.Sleep(5 * time.Minute)
-		}
-		_, err := fake.Post(convs[1], "U0AAAAAAA", "hello")
-		must(t, err)
-
+		fake, rates := nonMarketplaceFake(t)
+		convs := backlogWorkspace(t, fake)
 		store := openTestStore(t)
 		p := rm.NewPoller(store, fakeSource(t, fake, rates, store), rm.PollerConfig{Conversations: convs, Budget: defaultBudget})
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Hour)
-		defer cancel()
-		must(t, p.Run(ctx))
-
+		runFor(t, p, 3*time.Hour)
 		requireMatchesWorkspace(t, store, fake, convs)
 	})
+}
+
+// The backlog test plus one BadMessage fault (one message of one history page
+// undecodable, once) while the backlog walk is being resumed: the message the walk
+// went on below must still be read.
+func TestNonMarketplaceBacklogWithAnUndecodableMessageIsReadWhole(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fake, rates := nonMarketplaceFake(t)
+		convs := backlogWorkspace(t, fake)
+		store := openTestStore(t)
+		p := rm.NewPoller(store, &faultOnResume{Source: fakeSource(t, fake, rates, store), fake: fake}, rm.PollerConfig{Conversations: convs, Budget: defaultBudget, OnTick: func(s rm.TickSummary) {
+			if len(s.Errors) > 0 {
+				t.Logf("%s calls %v stop %s errors %q", s.Started.Format("15:04"), s.Calls, s.StopReason, s.Errors)
+			}
+		}})
+		runFor(t, p, 3*time.Hour)
+		requireMatchesWorkspace(t, store, fake, convs)
+	})
+}
+
+// faultOnResume injects one BadMessage fault into the first page of the first resumed
+// walk (latest set, not inclusive).
+type faultOnResume struct {
+	rm.Source
+	fake *slackfake.Server
+	done bool
+}
+
+func (f *faultOnResume) History(ctx context.Context, req rm.HistoryRequest) (rm.Page, error) {
+	if !f.done && req.Latest != "" && !req.Inclusive {
+		f.done = true
+		f.fake.InjectFault(slackfake.Fault{Method: "conversations.history", Kind: slackfake.BadMessage})
+	}
+	return f.Source.History(ctx, req)
 }

@@ -1,8 +1,10 @@
 package demo
 
 import (
+	"context"
 	"path/filepath"
 	"testing"
+	"time"
 
 	boltstore "github.com/slackpoll/slackpoll/internal/bolt"
 	"github.com/slackpoll/slackpoll/internal/converge"
@@ -40,6 +42,30 @@ func fakeSource(t *testing.T, fake *slackfake.Server, rates map[string]float64, 
 		HTTPClient: fake.Client(), Rates: rates, Pacing: slackapi.StorePacing(store)})
 	must(t, err)
 	return src
+}
+
+// nonMarketplaceFake is a fake Slack that limits the token as Slack limits a
+// non-Marketplace app (conversations.history and .replies 1 a minute, 15 messages a
+// page), with one user, avery (U0AAAAAAA); rates are the client's rates of that
+// profile.
+func nonMarketplaceFake(t *testing.T) (fake *slackfake.Server, rates map[string]float64) {
+	t.Helper()
+	rates, _ = rm.ProfileRates(rm.ProfileNonMarketplace)
+	fakeRates := map[string]int{}
+	for m, r := range rates {
+		fakeRates[m] = int(r)
+	}
+	fake = slackfake.New(slackfake.Options{OmitBlocks: true, PageCap: 15, RatePerMinute: fakeRates})
+	must(t, fake.AddUser(slackfake.User{ID: "U0AAAAAAA", DisplayName: "avery"}))
+	return fake, rates
+}
+
+// runFor runs p until d has passed on the clock (inside a synctest bubble, at once).
+func runFor(t *testing.T, p *rm.Poller, d time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	must(t, p.Run(ctx))
 }
 
 // requireMatchesWorkspace fails the test with every difference between the read model

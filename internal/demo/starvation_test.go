@@ -1,7 +1,6 @@
 package demo
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"testing/synctest"
@@ -20,13 +19,7 @@ import (
 // the tail) must still get its turn on some tick.
 func TestNonMarketplaceSixChannelsConverge(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		rates, _ := rm.ProfileRates(rm.ProfileNonMarketplace)
-		fakeRates := map[string]int{}
-		for m, r := range rates {
-			fakeRates[m] = int(r)
-		}
-		fake := slackfake.New(slackfake.Options{OmitBlocks: true, PageCap: 15, RatePerMinute: fakeRates})
-		must(t, fake.AddUser(slackfake.User{ID: "U0AAAAAAA", DisplayName: "avery"}))
+		fake, rates := nonMarketplaceFake(t)
 		var convs []string
 		var older []rm.TS
 		for i := range 6 {
@@ -50,9 +43,7 @@ func TestNonMarketplaceSixChannelsConverge(t *testing.T) {
 			must(t, rm.Track(store, id, older[i], ""))
 		}
 		p := rm.NewPoller(store, fakeSource(t, fake, rates, store), rm.PollerConfig{Conversations: convs, Budget: defaultBudget})
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Hour)
-		defer cancel()
-		must(t, p.Run(ctx))
+		runFor(t, p, 3*time.Hour)
 
 		requireMatchesWorkspace(t, store, fake, convs)
 	})

@@ -28,14 +28,6 @@ func (h *hook) History(ctx context.Context, req rm.HistoryRequest) (rm.Page, err
 	return p, err
 }
 
-func hookPoller(t *testing.T, src rm.Source, pages int) (*rm.Poller, rm.Store, *fixedClock) {
-	store := openStore(t)
-	clock := &fixedClock{t: epoch}
-	b := defaultBudget()
-	b.HistoryPages, b.TailFetches = pages, 0
-	return rm.NewPoller(store, src, rm.PollerConfig{Conversations: []string{ch}, Budget: b, Now: clock.Now}), store, clock
-}
-
 func present(src *stubSource) []rm.TS {
 	src.mu.Lock()
 	defer src.mu.Unlock()
@@ -103,7 +95,7 @@ func TestEdgeCursorFaultsDuringResume(t *testing.T) {
 			src.pageSize = 5
 			all := postN(src, 40, 3000)
 			h := &hook{stubSource: src}
-			p, store, clock := hookPoller(t, h, 3)
+			p, store, clock := windowPoller(t, h, 3)
 			mustTick(t, p)
 			faults := 3
 			h.fn = func(req rm.HistoryRequest, pg rm.Page, err error) (rm.Page, error) {

@@ -128,11 +128,7 @@ func TestASweepWithoutAReadKeepsTheConversationError(t *testing.T) {
 	src.pageSize = 5
 	postN(src, 23, 3000)
 	wrap := &failHistory{stubSource: src, err: &rm.APIError{Method: rm.MethodHistory, Code: "not_in_channel", Class: rm.ClassConversation}}
-	store := openStore(t)
-	clock := &fixedClock{t: epoch}
-	b := defaultBudget()
-	b.HistoryPages, b.TailFetches = 2, 0
-	p := rm.NewPoller(store, wrap, rm.PollerConfig{Conversations: []string{ch}, Budget: b, Now: clock.Now})
+	p, store, clock := windowPoller(t, wrap, 2)
 	for range 3 {
 		mustTick(t, p)
 		clock.Advance(time.Minute)

@@ -10,7 +10,7 @@ import (
 
 // windowPoller is a poller with history pages capped per tick and no tail, so only
 // the bulk window can store a message.
-func windowPoller(t *testing.T, src *stubSource, pages int) (*rm.Poller, rm.Store, *fixedClock) {
+func windowPoller(t *testing.T, src rm.Source, pages int) (*rm.Poller, rm.Store, *fixedClock) {
 	t.Helper()
 	store := openStore(t)
 	clock := &fixedClock{t: epoch}
