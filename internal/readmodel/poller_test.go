@@ -91,14 +91,7 @@ func TestLatestReplyMovingBackwardsTriggersThreadSync(t *testing.T) {
 }
 
 func TestThreadCutShortWritesNothing(t *testing.T) {
-	src := newStub()
-	src.addChannel(ch)
-	src.pageSize = 1
-	parent := ts(1000, 0)
-	src.post(msg(ch, parent, "U1", "parent"))
-	src.setThread(ch, parent, msg(ch, ts(900, 0), "U2", "r1"))
-	p, store, clock := newPoller(t, src, ch)
-	mustTick(t, p)
+	src, p, store, clock, parent := polledThread(t, 1)
 	oldWM := getMsg(t, store, ch, parent).ReplyWatermark
 
 	src.setThread(ch, parent, msg(ch, ts(900, 0), "U2", "r1 edited"), msg(ch, ts(800, 0), "U2", "r2"))
@@ -114,14 +107,7 @@ func TestThreadCutShortWritesNothing(t *testing.T) {
 }
 
 func TestThreadFailingOnSecondPageWritesNothing(t *testing.T) {
-	src := newStub()
-	src.addChannel(ch)
-	src.pageSize = 1
-	parent := ts(1000, 0)
-	src.post(msg(ch, parent, "U1", "parent"))
-	src.setThread(ch, parent, msg(ch, ts(900, 0), "U2", "r1"))
-	p, store, clock := newPoller(t, src, ch)
-	mustTick(t, p)
+	src, p, store, clock, parent := polledThread(t, 1)
 
 	src.setThread(ch, parent, msg(ch, ts(900, 0), "U2", "r1 edited"), msg(ch, ts(800, 0), "U2", "r2"))
 	failing := &secondCallFails{stubSource: src}
@@ -434,13 +420,7 @@ func TestMissingScopeReportedOnceNotRetriedEveryTick(t *testing.T) {
 }
 
 func TestThreadNotFoundEmptiesThreadAndMarksParentDeleted(t *testing.T) {
-	src := newStub()
-	src.addChannel(ch)
-	parent := ts(1000, 0)
-	src.post(msg(ch, parent, "U1", "parent"))
-	src.setThread(ch, parent, msg(ch, ts(900, 0), "U2", "r1"))
-	p, store, clock := newPoller(t, src, ch)
-	mustTick(t, p)
+	src, p, store, clock, parent := polledThread(t, 0)
 	// Slack now says the thread is gone; history still shows a parent whose
 	// latest_reply moved (so a sync is attempted).
 	src.edit(ch, parent, func(m *rm.Message) { m.LatestReply = ts(850, 0) })

@@ -345,6 +345,24 @@ func newPoller(t testing.TB, src rm.Source, convs ...string) (*rm.Poller, *bolts
 	return p, store, clock
 }
 
+// polledThread posts a parent, ts(1000, 0), with one reply "r1", serves them
+// pageSize messages a page (0: the stub's default) and ticks once: the thread is
+// synced.
+func polledThread(t *testing.T, pageSize int) (*stubSource, *rm.Poller, *boltstore.Store, *fixedClock, rm.TS) {
+	t.Helper()
+	src := newStub()
+	src.addChannel(ch)
+	if pageSize > 0 {
+		src.pageSize = pageSize
+	}
+	parent := ts(1000, 0)
+	src.post(msg(ch, parent, "U1", "parent"))
+	src.setThread(ch, parent, msg(ch, ts(900, 0), "U2", "r1"))
+	p, store, clock := newPoller(t, src, ch)
+	mustTick(t, p)
+	return src, p, store, clock, parent
+}
+
 func mustTick(t testing.TB, p *rm.Poller) rm.TickSummary {
 	t.Helper()
 	sum, err := p.Tick(context.Background())
