@@ -107,13 +107,13 @@ func TestThreadCutShortWritesNothing(t *testing.T) {
 }
 
 func TestThreadFailingOnSecondPageWritesNothing(t *testing.T) {
-	src, p, store, clock, parent := polledThread(t, 1)
+	src, _, store, clock, parent := polledThread(t, 1)
 
 	src.setThread(ch, parent, msg(ch, ts(900, 0), "U2", "r1 edited"), msg(ch, ts(800, 0), "U2", "r2"))
 	failing := &secondCallFails{stubSource: src}
 	noTail := defaultBudget()
 	noTail.TailFetches = 0 // no second attempt through the tail in this tick
-	p = rm.NewPoller(store, failing, rm.PollerConfig{Conversations: []string{ch}, Budget: noTail, Now: clock.Now})
+	p := rm.NewPoller(store, failing, rm.PollerConfig{Conversations: []string{ch}, Budget: noTail, Now: clock.Now})
 	clock.Advance(time.Minute)
 	mustTick(t, p)
 	if failing.n < 2 {
