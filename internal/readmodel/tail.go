@@ -69,7 +69,9 @@ func (t *tick) tail() error {
 	if len(entries) == t.p.cfg.Budget.TailFetches && t.left.TailFetches == 0 {
 		t.noteStop("budget:tail_fetches")
 	}
-	return t.syncThreads() // threads whose latest_reply moved, seen by single reads
+	// Each read above synced the threads it queued; what is left was queued by phase
+	// 1 and not reached before the thread phase's share of the deadline.
+	return t.syncThreads()
 }
 
 // noteProgress backs off a tail entry whose read advanced nothing — still in the
