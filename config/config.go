@@ -31,6 +31,7 @@ type Config struct {
 	Discover      string   `yaml:"discover" json:"discover"`           // "" or "member" (DiscoverMember)
 	Tick          Tick     `yaml:"tick" json:"tick"`
 	Budget        Budget   `yaml:"budget" json:"budget"`
+	Tracking      Tracking `yaml:"tracking" json:"tracking"`
 	Window        Window   `yaml:"window" json:"window"`
 	Users         Users    `yaml:"users" json:"users"`
 	HTTP          HTTP     `yaml:"http" json:"http"`
@@ -59,12 +60,20 @@ type Tick struct {
 	SoftDeadline Duration `yaml:"soft_deadline" json:"soft_deadline"` // no new call after this, > 0
 }
 
-// Budget holds the per-tick hard caps on calls (each >= 0; 0 = none).
+// Budget holds the per-tick hard caps on calls, per method (each >= 0; 0 = none).
 type Budget struct {
-	HistoryPages   int `yaml:"history_pages" json:"history_pages"`       // conversations.history pages (phase 1)
+	HistoryCalls   int `yaml:"history_calls" json:"history_calls"`       // conversations.history: head reads and tail ranges
 	RepliesCalls   int `yaml:"replies_calls" json:"replies_calls"`       // conversations.replies calls
 	UsersInfoCalls int `yaml:"users_info_calls" json:"users_info_calls"` // users.info calls
-	TailFetches    int `yaml:"tail_fetches" json:"tail_fetches"`         // single-message reads (phase 2)
+	ReactionsCalls int `yaml:"reactions_calls" json:"reactions_calls"`   // reactions.get calls (watched messages)
+}
+
+// Tracking is the tracking policy: which stored messages keep rotating, and how often
+// each conversation's new messages are read.
+type Tracking struct {
+	Horizon      Duration `yaml:"horizon" json:"horizon"`             // rotate a message not watched until this long after its ts; 0 = for ever
+	HeadMaxAge   Duration `yaml:"head_max_age" json:"head_max_age"`   // longest time between two head reads of a conversation; 0 = automatic
+	WatchedShare float64  `yaml:"watched_share" json:"watched_share"` // least share of each method's calls for watched messages, in (0, 1]
 }
 
 // Window configures phase 1.

@@ -25,7 +25,8 @@ func documented() Config {
 		Conversations: []string{},
 		Discover:      "",
 		Tick:          Tick{Interval: Duration(time.Minute), SoftDeadline: Duration(4 * time.Minute)},
-		Budget:        Budget{HistoryPages: 8, RepliesCalls: 12, UsersInfoCalls: 20, TailFetches: 25},
+		Budget:        Budget{HistoryCalls: 250, RepliesCalls: 250, UsersInfoCalls: 100, ReactionsCalls: 250},
+		Tracking:      Tracking{WatchedShare: 0.5},
 		Window:        Window{Bulk: Duration(72 * time.Hour)},
 		Users:         Users{CacheTTL: Duration(168 * time.Hour)},
 		HTTP:          HTTP{Listen: "", Token: ""},
@@ -135,8 +136,8 @@ func TestEmbeddedKeysAreExactlyConfigFields(t *testing.T) {
 	}
 	for _, k := range []string{"slack.token", "slack.api_url", "slack.rate_profile", "slack.rates",
 		"slack.request_timeout", "store.path", "conversations", "discover", "tick.interval",
-		"tick.soft_deadline", "budget.history_pages", "budget.replies_calls",
-		"budget.users_info_calls", "budget.tail_fetches", "window.bulk", "users.cache_ttl",
+		"tick.soft_deadline", "budget.history_calls", "budget.replies_calls",
+		"budget.users_info_calls", "budget.reactions_calls", "window.bulk", "users.cache_ttl",
 		"http.listen", "http.token", "log.level", "log.format"} {
 		if !slices.Contains(inFile, k) {
 			t.Errorf("design.md §5 key %s missing from slackpoll.yaml", k)

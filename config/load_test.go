@@ -31,10 +31,10 @@ func mustLoad(t *testing.T, content string) *Config {
 
 func TestLoadKeepsDefaultsForMissingKeys(t *testing.T) {
 	t.Setenv("SLACK_BOT_TOKEN", "")
-	c := mustLoad(t, "tick:\n  interval: 30s\nbudget:\n  tail_fetches: 0\nconversations: [C0123456789]\nslack:\n  rates: {users.info: 10}\n")
+	c := mustLoad(t, "tick:\n  interval: 30s\nbudget:\n  reactions_calls: 0\nconversations: [C0123456789]\nslack:\n  rates: {users.info: 10}\n")
 	want := documented()
 	want.Tick.Interval = Duration(30 * time.Second)
-	want.Budget.TailFetches = 0
+	want.Budget.ReactionsCalls = 0
 	want.Conversations = []string{"C0123456789"}
 	want.Slack.Rates = map[string]float64{"users.info": 10}
 	if got := plain(c); !equal(got, want) {
@@ -69,7 +69,7 @@ slack:
 store:
   path: "${DATA}/db-${PAGES}.bolt"
 budget:
-  history_pages: ${PAGES}
+  history_calls: ${PAGES}
 tick:
   interval: ${EVERY}
 conversations: ["${CHAN}", "D${PAGES}A"]
@@ -82,8 +82,8 @@ http:
 	if c.Store.Path != "/var/lib/slackpoll/db-3.bolt" {
 		t.Errorf("store.path = %q", c.Store.Path)
 	}
-	if c.Budget.HistoryPages != 3 || c.Tick.Interval.D() != 2*time.Minute {
-		t.Errorf("typed expansion: pages %d interval %v", c.Budget.HistoryPages, c.Tick.Interval)
+	if c.Budget.HistoryCalls != 3 || c.Tick.Interval.D() != 2*time.Minute {
+		t.Errorf("typed expansion: pages %d interval %v", c.Budget.HistoryCalls, c.Tick.Interval)
 	}
 	if strings.Join(c.Conversations, ",") != "C0123456789,D3A" {
 		t.Errorf("conversations = %v", c.Conversations)
@@ -146,7 +146,7 @@ func TestUnknownKeys(t *testing.T) {
 		{"tick:\n  interval: 1m\n\n\n\n\n  intervall: 2m\n",
 			`slackpoll.yaml: line 7: unknown key "tick.intervall" (known keys under tick: interval, soft_deadline)`},
 		{"# c\nslak:\n  token: x\n",
-			`slackpoll.yaml: line 2: unknown key "slak" (known top-level keys: slack, store, conversations, discover, tick, budget, window, users, http, log)`},
+			`slackpoll.yaml: line 2: unknown key "slak" (known top-level keys: slack, store, conversations, discover, tick, budget, tracking, window, users, http, log)`},
 		{"slack: {token: x, rate: 3}\n", `line 1: unknown key "slack.rate" (known keys under slack: token, api_url, rate_profile, rates, request_timeout)`},
 		{"http:\n  listen: ''\n  listen: ':1'\n", `line 3: key "http.listen" appears twice (first on line 2)`},
 		{"slack:\n  rates:\n    users.info: 1\n    users.info: 2\n", `line 4: "users.info" appears twice in slack.rates (first on line 3)`},

@@ -36,10 +36,15 @@ func (c *Config) Validate() error {
 	}
 	v.positive("tick.interval", c.Tick.Interval, "1m")
 	v.positive("tick.soft_deadline", c.Tick.SoftDeadline, "4m")
-	v.count("budget.history_pages", c.Budget.HistoryPages)
+	v.count("budget.history_calls", c.Budget.HistoryCalls)
 	v.count("budget.replies_calls", c.Budget.RepliesCalls)
 	v.count("budget.users_info_calls", c.Budget.UsersInfoCalls)
-	v.count("budget.tail_fetches", c.Budget.TailFetches)
+	v.count("budget.reactions_calls", c.Budget.ReactionsCalls)
+	v.nonNegative("tracking.horizon", c.Tracking.Horizon)
+	v.nonNegative("tracking.head_max_age", c.Tracking.HeadMaxAge)
+	if s := c.Tracking.WatchedShare; !(s >= 0 && s <= 1) {
+		v.fail("tracking.watched_share", "%v is not allowed: want a fraction from 0 to 1, e.g. 0.5", s)
+	}
 	v.positive("window.bulk", c.Window.Bulk, "72h")
 	v.positive("users.cache_ttl", c.Users.CacheTTL, "168h")
 	v.listen()
@@ -177,5 +182,12 @@ func (v *validator) listen() {
 func (v *validator) secret(key string, s Secret) {
 	if strings.ContainsFunc(s.Reveal(), unicode.IsSpace) {
 		v.fail(key, "contains whitespace (a stray newline or space from the environment?); the value is not shown")
+	}
+}
+
+// nonNegative checks a duration where 0 has a meaning of its own.
+func (v *validator) nonNegative(key string, d Duration) {
+	if d.D() < 0 {
+		v.fail(key, "%s is negative: want 0 or a positive duration", d.D())
 	}
 }

@@ -27,12 +27,12 @@ func TestValidationErrors(t *testing.T) {
 		{"zero request timeout", "slack: {request_timeout: 0s}\n", "slack.request_timeout", []string{`slack.request_timeout: 0s is not allowed: want a duration > 0, e.g. 30s`}},
 		{"negative budget", "budget:\n  replies_calls: -1\n", "budget.replies_calls",
 			[]string{`line 2: budget.replies_calls: -1 is negative: want a whole number >= 0 (calls per tick; 0 = none)`}},
-		{"budget not a number", "budget: {history_pages: many}\n", "budget.history_pages", []string{`budget.history_pages: "many" is not a whole number`}},
+		{"budget not a number", "budget: {history_calls: many}\n", "budget.history_calls", []string{`budget.history_calls: "many" is not a whole number`}},
 		{"budget fraction", "budget: {users_info_calls: 1.5}\n", "budget.users_info_calls", []string{`"1.5" is not a whole number`}},
 		{"unknown rate profile", "slack:\n  rate_profile: marketplace\n", "slack.rate_profile",
 			[]string{`line 2: slack.rate_profile: unknown rate profile "marketplace" (allowed: internal, non_marketplace)`}},
 		{"unknown method", "slack:\n  rates:\n    conversations.list: 20\n", "slack.rates",
-			[]string{`line 3: unknown method "conversations.list" in slack.rates (allowed: auth.test, conversations.history, conversations.replies, conversations.info, users.info, users.conversations)`}},
+			[]string{`line 3: unknown method "conversations.list" in slack.rates (allowed: auth.test, conversations.history, conversations.replies, conversations.info, users.info, users.conversations, reactions.get)`}},
 		{"zero rate", "slack: {rates: {conversations.history: 0}}\n", "slack.rates.conversations.history",
 			[]string{`slack.rates.conversations.history: rate 0 is not allowed: want requests per minute, a number > 0`}},
 		{"negative rate", "slack:\n  rates:\n    users.info: -5\n", "slack.rates.users.info", []string{`line 3: slack.rates.users.info: rate -5 is not allowed`}},
@@ -91,11 +91,11 @@ func keyOf(e *Error) string {
 }
 
 func TestAllProblemsReportedTogether(t *testing.T) {
-	_, err := Load(writeConfig(t, "tick:\n  interval: 5\nbudget:\n  tail_fetches: -2\nlog:\n  level: loud\nfoo: 1\n"))
+	_, err := Load(writeConfig(t, "tick:\n  interval: 5\nbudget:\n  reactions_calls: -2\nlog:\n  level: loud\nfoo: 1\n"))
 	if err == nil {
 		t.Fatal("no error")
 	}
-	for _, w := range []string{"line 2: tick.interval", "line 4: budget.tail_fetches", "line 6: log.level", `line 7: unknown key "foo"`} {
+	for _, w := range []string{"line 2: tick.interval", "line 4: budget.reactions_calls", "line 6: log.level", `line 7: unknown key "foo"`} {
 		if !strings.Contains(err.Error(), w) {
 			t.Errorf("missing %q in\n%v", w, err)
 		}
@@ -110,7 +110,7 @@ slack:
   rates: {auth.test: 0.5, conversations.history: 600, conversations.replies: 1, conversations.info: 2, users.info: 3, users.conversations: 4}
 conversations: [C0123456789, G0123456789, D0123456789, C0AAAAAAA]
 discover: member
-budget: {history_pages: 0, replies_calls: 0, users_info_calls: 0, tail_fetches: 0}
+budget: {history_calls: 0, replies_calls: 0, users_info_calls: 0, reactions_calls: 0}
 http: {listen: '127.0.0.1:8089'}
 log: {level: debug, format: json}
 `)
@@ -148,12 +148,12 @@ func TestAPIURLTrailingSlash(t *testing.T) {
 func TestValidateBuiltConfig(t *testing.T) {
 	c := documented()
 	c.Slack.Rates = nil
-	c.Budget.HistoryPages = -1
+	c.Budget.HistoryCalls = -1
 	err := c.Validate()
 	if c.Slack.Rates == nil {
 		t.Error("Validate left nil rates")
 	}
-	if err == nil || err.Error() != "built-in defaults: budget.history_pages: -1 is negative: want a whole number >= 0 (calls per tick; 0 = none)" {
+	if err == nil || err.Error() != "built-in defaults: budget.history_calls: -1 is negative: want a whole number >= 0 (calls per tick; 0 = none)" {
 		t.Errorf("err = %v", err)
 	}
 }

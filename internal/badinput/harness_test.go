@@ -26,7 +26,7 @@ import (
 
 // budget is generous: every bad answer the catalog serves is met, and a loop is
 // stopped by the budget at the latest.
-var budget = rm.Budget{HistoryPages: 40, RepliesCalls: 60, UsersInfoCalls: 40, TailFetches: 60}
+var budget = rm.Budget{HistoryCalls: 100, RepliesCalls: 60, UsersInfoCalls: 40, ReactionsCalls: 60}
 
 // world is a fake workspace and a store that has polled it: data to lose.
 type world struct {

@@ -235,7 +235,7 @@ func twoCycle(method string) slackCase {
 		if d := sameData(before, after); d != "" {
 			t.Errorf("stored data changed (-before +after):\n%s", d)
 		}
-		limit := map[string]int{history: budget.HistoryPages + budget.TailFetches, replies: budget.RepliesCalls}[method]
+		limit := map[string]int{history: budget.HistoryCalls, replies: budget.RepliesCalls}[method]
 		if sum.Calls[method] > limit {
 			t.Errorf("%d %s calls, over the budget %d", sum.Calls[method], method, limit)
 		}

@@ -89,6 +89,7 @@ const (
 	extPolled       = 1 << iota // LastPolledAt != nil
 	extThreadSynced             // ThreadSyncedAt != nil
 	extThreadGone               // ThreadGone
+	extRetired                  // Retired
 )
 
 // appendMessage appends the format-2 encoding of m to b.
@@ -135,6 +136,9 @@ func appendMessage(b []byte, m *readmodel.Message) []byte {
 	}
 	if m.ThreadGone {
 		ext |= extThreadGone
+	}
+	if m.Retired {
+		ext |= extRetired
 	}
 	b = append(b, ext)
 	if m.LastPolledAt != nil {
@@ -200,6 +204,7 @@ func decodeMessage(channel string, v []byte) (readmodel.Message, error) {
 		m.ThreadSyncedAt = &t
 	}
 	m.ThreadGone = ext&extThreadGone != 0
+	m.Retired = ext&extRetired != 0
 	m.OwnPost = flags&flagOwnPost != 0
 	m.Deleted = flags&flagDeleted != 0
 	if err := r.end(); err != nil {

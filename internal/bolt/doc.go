@@ -27,6 +27,9 @@
 //	                             format(1) { tskey(12) uvarint(len) exact ts }
 //	users/                       user ID → user (JSON, format 1)
 //	records/                     record key → Ref (binary: format(1) channel ts)
+//	watched/                     channel | 0x00 | tskey → exact ts: the watched set (record-keyed
+//	                             and tracked-on-request messages); added on open to stores
+//	                             made before it, filled from records/
 //	pacing/                      Slack method name → MethodState (JSON, format 1)
 //	state/                       "identity" → Identity, "last_tick" → TickSummary (JSON, format 1)
 //

@@ -96,7 +96,7 @@ func TestRecordsIdentityPacingLastTick(t *testing.T) {
 	tick := readmodel.TickSummary{
 		Started: now, Finished: now.Add(time.Minute), Calls: map[string]int{"conversations.history": 8},
 		StopReason: "budget:history_pages", MessagesWritten: 999, Errors: []string{"C0X: not_in_channel"},
-		RotationPeriod: 3 * time.Hour, Tracked: 4000,
+		Staleness: readmodel.Staleness{RotationPeriod: 3 * time.Hour, Tracked: 4000},
 	}
 	view(t, s, func(tx readmodel.Tx) error {
 		if _, ok, err := tx.Identity(); ok || err != nil {

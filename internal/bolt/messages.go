@@ -214,6 +214,40 @@ func (t *tx) Replies(channel string, threadTS readmodel.TS) ([]readmodel.Message
 	return out, nil
 }
 
+// TimelineBefore returns up to n timeline messages with ts < latest, newest first.
+// It walks backwards, which bbolt does reliably only over pages not emptied in the
+// same write transaction: call it in View transactions.
+func (t *tx) TimelineBefore(channel string, latest readmodel.TS, n int) ([]readmodel.Message, error) {
+	if err := checkTS("latest", latest); err != nil {
+		return nil, err
+	}
+	cb, err := t.channel(channel, false)
+	if err != nil || cb == nil || n <= 0 {
+		return nil, err
+	}
+	lk := latest.Key()
+	c := cb.msgs.Cursor()
+	k, v := c.Seek(lk[:])
+	if k == nil {
+		k, v = c.Last()
+	}
+	var out []readmodel.Message
+	for ; k != nil && len(out) < n; k, v = c.Prev() {
+		if bytes.Compare(k, lk[:]) >= 0 {
+			continue
+		}
+		if len(v) >= 2 && v[0] == formatMessage && v[1]&flagTimeline == 0 {
+			continue
+		}
+		m, err := decodeMessage(channel, v)
+		if err != nil {
+			return nil, msgDecodeError(channel, k, err)
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
 // Timeline calls fn for each timeline message of channel with oldest <= ts <= latest
 // ("" leaves an end open), ascending by ts; plain replies are skipped undecoded. fn must
 // not write to the same channel during the walk (a bbolt cursor does not survive it).

@@ -104,13 +104,16 @@ func openError(path string, err error) error {
 }
 
 // topBuckets are created with the schema; every other bucket is nested in chan/.
-var topBuckets = [][]byte{bMeta, bConv, bChan, bTail, bUsers, bRecords, bPacing, bState}
+var topBuckets = [][]byte{bMeta, bConv, bChan, bTail, bUsers, bRecords, bPacing, bState, bWatched}
 
 // initSchema creates the buckets and the schema version in a new file, or checks the
 // version of an existing one.
 func initSchema(btx *bolt.Tx, path string) error {
 	if btx.Bucket(bMeta) != nil {
-		return checkSchema(btx, path)
+		if err := checkSchema(btx, path); err != nil {
+			return err
+		}
+		return addWatched(btx, path)
 	}
 	// A file with buckets but no meta was not written by slackpoll: don't add ours to it.
 	if err := btx.ForEach(func([]byte, *bolt.Bucket) error { return errForeign }); err != nil {

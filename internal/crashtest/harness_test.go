@@ -142,10 +142,10 @@ tick:
   interval: 200ms
   soft_deadline: 1m
 budget:
-  history_pages: 40
+  history_calls: 100
   replies_calls: 60
   users_info_calls: 100
-  tail_fetches: 60
+  reactions_calls: 60
 window:
   bulk: 72h
 users:

@@ -94,20 +94,20 @@ func DefaultOptions() Options {
 		Seed: 1, Size: slackfake.Small,
 		MutateFor: 30 * time.Second, MutateEvery: 25 * time.Millisecond,
 		FaultRate: 0.01, RatePerMinute: 3000, PageCap: 200,
-		Budget:   rm.Budget{HistoryPages: 40, RepliesCalls: 150, UsersInfoCalls: 100, TailFetches: 300},
+		Budget:   rm.Budget{HistoryCalls: 340, RepliesCalls: 150, UsersInfoCalls: 100, ReactionsCalls: 300},
 		Interval: time.Second, UserCacheTTL: 5 * time.Second, MaxRotations: 4, Track: 300,
 		Loopback: true, Out: io.Discard,
 	}
 }
 
 // maxTicks bounds the wait for convergence after the last change: MaxTicks if set,
-// else MaxRotations rotations of the tracked set the tail can cover, at TailFetches
-// per tick.
+// else MaxRotations rotations of the tracked set the history stream can cover, at
+// one message per call (a bound: a range re-reads a page of them).
 func (o *Options) maxTicks() int {
 	if o.MaxTicks > 0 {
 		return o.MaxTicks
 	}
-	perRotation := (o.Size.Messages + o.Track) / max(1, o.Budget.TailFetches)
+	perRotation := (o.Size.Messages + o.Track) / max(1, o.Budget.HistoryCalls)
 	return o.MaxRotations * (perRotation + 2)
 }
 

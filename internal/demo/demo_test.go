@@ -95,7 +95,7 @@ func seedOptions(seed int64) Options {
 	o.FaultRate = 0.03
 	o.PageCap = []int{5, 8}[rng.IntN(2)]
 	o.Track = 60
-	o.Budget = rm.Budget{HistoryPages: 60, RepliesCalls: 80, UsersInfoCalls: 40, TailFetches: 30}
+	o.Budget = rm.Budget{HistoryCalls: 90, RepliesCalls: 80, UsersInfoCalls: 40, ReactionsCalls: 30}
 	o.Interval = time.Second
 	o.UserCacheTTL = 5 * time.Second
 	o.InfoRefresh = 10 * time.Second

@@ -14,7 +14,7 @@ import (
 )
 
 // defaultBudget is the per-tick caps of the default configuration.
-var defaultBudget = rm.Budget{HistoryPages: 8, RepliesCalls: 12, UsersInfoCalls: 20, TailFetches: 25}
+var defaultBudget = rm.Budget{HistoryCalls: 33, RepliesCalls: 12, UsersInfoCalls: 20, ReactionsCalls: 25}
 
 func must(t *testing.T, err error) {
 	t.Helper()

@@ -116,7 +116,7 @@ func New(t testing.TB, opts Options) *Fixture {
 	must(t, err)
 	p := rm.NewPoller(store, src, rm.PollerConfig{
 		Conversations: f.Configured,
-		Budget:        rm.Budget{HistoryPages: 8, RepliesCalls: 12, UsersInfoCalls: 20, TailFetches: 25},
+		Budget:        rm.Budget{HistoryCalls: 33, RepliesCalls: 12, UsersInfoCalls: 20, ReactionsCalls: 25},
 		Interval:      Interval,
 		Now:           clock.Now,
 		OnTick:        opts.OnTick,

@@ -77,13 +77,6 @@ func userIDs(m *Message) []string {
 	return ids
 }
 
-// noteUsers queues the users a stored message refers to for resolution.
-func (t *tick) noteUsers(m *Message) {
-	for _, id := range userIDs(m) {
-		t.p.pendingUsers[id] = struct{}{}
-	}
-}
-
 // unverifiedReplies reports whether m has stored replies that no whole-thread read
 // vouches for: thread_broadcast replies come with history pages, before (or without)
 // any read of their thread. When Slack then says m is no parent at all (its last
@@ -95,20 +88,6 @@ func unverifiedReplies(tx Tx, m *Message) (bool, error) {
 	}
 	replies, err := tx.Replies(m.Channel, m.TS)
 	return len(replies) > 0, err
-}
-
-// queueThread schedules a thread sync for a parent whose latest_reply moved, or whose
-// stored replies need a whole-thread read to be confirmed (force).
-func (t *tick) queueThread(m *Message, force bool) {
-	if m.IsReply() || (!force && !needsThreadSync(m)) {
-		return
-	}
-	ref := Ref{m.Channel, m.TS}
-	if t.queued[ref] {
-		return
-	}
-	t.queued[ref] = true
-	t.threadQueue = append(t.threadQueue, threadCandidate{Ref: ref, latestReply: m.LatestReply})
 }
 
 // trackParent tracks, as never read, the parent of a reply the store holds without

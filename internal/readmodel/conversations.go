@@ -14,17 +14,20 @@ func (t *tick) authenticate() error {
 	if t.p.identity != nil {
 		return nil
 	}
-	t.call(MethodAuthTest)
-	id, err := t.p.src.AuthTest(t.ctx)
+	var id Identity
+	err := t.do(t.setupStream(MethodAuthTest), func() (err error) {
+		id, err = t.p.src.AuthTest(t.ctx)
+		return err
+	})
 	if err != nil {
-		if ferr := t.fatal(err); ferr != nil {
-			return ferr
+		if ends(err) {
+			return err
 		}
 		return fmt.Errorf("checking the token: %w", err)
 	}
 	id.CheckAt = t.now()
-	if err := t.p.store.Update(func(tx Tx) error { return tx.PutIdentity(id) }); err != nil {
-		return storeErr(err)
+	if err := t.p.w.putIdentity(id); err != nil {
+		return err
 	}
 	t.p.identity = &id
 	return nil
@@ -56,11 +59,15 @@ func (t *tick) discover() error {
 	var found []ConversationInfo
 	cursor := ""
 	for {
-		t.call(MethodUsersConversations)
-		page, next, err := t.p.src.MemberConversations(t.ctx, types, cursor)
+		var page []ConversationInfo
+		var next string
+		err := t.do(t.setupStream(MethodUsersConversations), func() (err error) {
+			page, next, err = t.p.src.MemberConversations(t.ctx, types, cursor)
+			return err
+		})
 		if err != nil {
-			if ferr := t.fatal(err); ferr != nil {
-				return ferr
+			if ends(err) {
+				return err
 			}
 			t.skip("discover: %v", err)
 			return nil // a partial listing adds nothing; try again next tick
@@ -72,24 +79,8 @@ func (t *tick) discover() error {
 		cursor = next
 	}
 	now := t.now()
-	err := t.p.store.Update(func(tx Tx) error {
-		for _, info := range found {
-			c, ok, err := tx.Conversation(info.ID)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				c = Conversation{ID: info.ID, Status: StatusPending, Discovered: true}
-			}
-			applyInfo(&c, info, now)
-			if err := tx.PutConversation(c); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return storeErr(err)
+	if err := t.p.w.putDiscovered(found, now); err != nil {
+		return err
 	}
 	t.p.lastDiscover = now
 	return nil
@@ -116,26 +107,9 @@ func applyInfo(c *Conversation, info ConversationInfo, now time.Time) {
 // conversations.info where due (first seen, hourly, or after an error once its retry
 // time has come), and decides which conversations this tick may read.
 func (t *tick) refreshConversations() error {
-	var convs []Conversation
-	err := t.p.store.Update(func(tx Tx) error {
-		for _, id := range t.p.cfg.Conversations {
-			if _, ok, err := tx.Conversation(id); err != nil {
-				return err
-			} else if !ok {
-				if err := tx.PutConversation(Conversation{ID: id, Status: StatusPending}); err != nil {
-					return err
-				}
-			}
-		}
-		return tx.Conversations(func(c Conversation) error {
-			if c.Discovered || slices.Contains(t.p.cfg.Conversations, c.ID) {
-				convs = append(convs, c)
-			}
-			return nil
-		})
-	})
+	convs, err := t.p.w.ensureConversations(t.p.cfg.Conversations)
 	if err != nil {
-		return storeErr(err)
+		return err
 	}
 	for _, c := range convs {
 		now := t.now()
@@ -143,21 +117,21 @@ func (t *tick) refreshConversations() error {
 			continue // reported once; retried no more than every InfoRefresh
 		}
 		if c.InfoReadAt == nil || now.Sub(*c.InfoReadAt) >= t.p.cfg.InfoRefresh {
-			if t.pastDeadline() {
-				return errStopTick
-			}
-			t.call(MethodConversationInfo)
-			info, err := t.p.src.ConversationInfo(t.ctx, c.ID)
+			var info ConversationInfo
+			err := t.do(t.setupStream(MethodConversationInfo), func() (err error) {
+				info, err = t.p.src.ConversationInfo(t.ctx, c.ID)
+				return err
+			})
 			if err != nil {
-				if ferr := t.fatal(err); ferr != nil {
-					return ferr
+				if ends(err) {
+					return err
 				}
 				if err := t.conversationFailed(c.ID, err); err != nil {
 					return err
 				}
 				continue
 			}
-			if err := t.updateConversation(c.ID, func(c *Conversation) { applyInfo(c, info, t.now()) }); err != nil {
+			if err := t.p.w.updateConversation(c.ID, func(c *Conversation) { applyInfo(c, info, t.now()) }); err != nil {
 				return err
 			}
 			if info.IsArchived {
@@ -166,24 +140,11 @@ func (t *tick) refreshConversations() error {
 		} else if c.IsArchived {
 			continue
 		}
+		t.mu.Lock()
 		t.eligible[c.ID] = true
+		t.mu.Unlock()
 	}
 	return nil
-}
-
-// updateConversation applies fn to the stored conversation id in one transaction.
-func (t *tick) updateConversation(id string, fn func(*Conversation)) error {
-	return storeErr(t.p.store.Update(func(tx Tx) error {
-		c, ok, err := tx.Conversation(id)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			c = Conversation{ID: id, Status: StatusPending}
-		}
-		fn(&c)
-		return tx.PutConversation(c)
-	}))
 }
 
 // conversationFailed records a per-conversation error (rule 5): the conversation keeps
@@ -191,7 +152,9 @@ func (t *tick) updateConversation(id string, fn func(*Conversation)) error {
 // tried again before InfoRefresh has passed; info is re-read then. Transient errors
 // change no status.
 func (t *tick) conversationFailed(id string, err error) error {
+	t.mu.Lock()
 	delete(t.eligible, id)
+	t.mu.Unlock()
 	if ClassOf(err) != ClassConversation {
 		t.skip("%s: %v (will retry next tick)", id, err)
 		return nil
@@ -210,7 +173,7 @@ func (t *tick) conversationFailed(id string, err error) error {
 	}
 	var changed bool
 	retry := t.now().Add(t.p.cfg.InfoRefresh)
-	uerr := t.updateConversation(id, func(c *Conversation) {
+	uerr := t.p.w.updateConversation(id, func(c *Conversation) {
 		changed = c.Status != status || c.NeededScope != needed
 		c.Status, c.NeededScope, c.ErrorDetail = status, needed, err.Error()
 		c.IsArchived = c.IsArchived || status == StatusArchived
@@ -232,7 +195,7 @@ func (t *tick) conversationFailed(id string, err error) error {
 // conversationOK records a successful read: status ok, error cleared.
 func (t *tick) conversationOK(id string, swept bool) error {
 	now := t.now()
-	return t.updateConversation(id, func(c *Conversation) {
+	return t.p.w.updateConversation(id, func(c *Conversation) {
 		if c.Status != StatusArchived {
 			c.Status = StatusOK
 		}
@@ -243,20 +206,16 @@ func (t *tick) conversationOK(id string, swept bool) error {
 	})
 }
 
-// rotated returns the eligible conversation IDs starting at the rotation offset: the
-// conversation after the last one the previous tick's bulk window reached, so when the
-// budget or the deadline cannot cover all of them, every one is swept in turn.
-func (t *tick) rotated() []string {
-	var ids []string
+// eligibleIDs returns the conversations that may be read this tick, sorted.
+func (t *tick) eligibleIDs() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ids := make([]string, 0, len(t.eligible))
 	for id := range t.eligible {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
-	if len(ids) == 0 {
-		return nil
-	}
-	k := t.p.rotation % len(ids)
-	return append(ids[k:], ids[:k]...)
+	return ids
 }
 
 func joinErrs(errs []ItemError) string {

@@ -71,7 +71,7 @@ func TestEdgeWindowStartPassesWalkBottom(t *testing.T) {
 	store := openStore(t)
 	clock := &fixedClock{t: epoch}
 	b := defaultBudget()
-	b.HistoryPages, b.TailFetches = 2, 0
+	b.HistoryCalls = 2
 	p := rm.NewPoller(store, src, rm.PollerConfig{Conversations: []string{ch}, Budget: b, Now: clock.Now, BulkWindow: time.Hour})
 	mustTick(t, p)
 	clock.Advance(2 * time.Hour) // whole window moved past walk bottom
@@ -128,7 +128,7 @@ func TestEdgeRestartAndArchiveMidResume(t *testing.T) {
 	store := openStore(t)
 	clock := &fixedClock{t: epoch}
 	b := defaultBudget()
-	b.HistoryPages, b.TailFetches = 2, 0
+	b.HistoryCalls = 2
 	mk := func() *rm.Poller {
 		return rm.NewPoller(store, src, rm.PollerConfig{Conversations: []string{ch}, Budget: b, Now: clock.Now})
 	}

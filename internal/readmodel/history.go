@@ -1,130 +1,237 @@
 package readmodel
 
-// bulkWindow is phase 1: for each eligible conversation, in rotating order, page
-// conversations.history newest first over (now − BulkWindow, now] until the cursor is
-// empty, the history_pages cap is spent or the soft deadline passes. Each page is
-// committed as it arrives (one transaction per page). Only a walk that reached its
-// empty cursor is a complete read of the window (rule 4), which marks missing_since
-// on stored timeline messages it did not return.
-func (t *tick) bulkWindow() error {
-	swept := 0
-	// The next tick starts after the last conversation this one began to sweep (a
-	// conversation cut short by the deadline goes first again next time).
-	defer func() { t.p.rotation += max(1, swept) }()
-	for _, ch := range t.rotated() {
-		if t.pastDeadline() {
-			return errStopTick
-		}
-		if t.left.HistoryPages <= 0 {
-			t.noteStop("budget:history_pages")
-			return nil
-		}
-		if err := t.sweep(ch); err != nil {
-			return err
-		}
-		swept++
-	}
-	return nil
+import (
+	"errors"
+	"time"
+)
+
+// neverAge is the staleness a never-read tracked message counts for when ranges are
+// compared: more than any read one, so placeholders (track, undecodable in a walk)
+// are read first.
+const neverAge = 30 * 24 * time.Hour
+
+// historyAction is what the history stream does with its next call(s).
+type historyAction struct {
+	head *Conversation // read this conversation's bulk window
+	rng  *span         // or re-read this range of stored messages
 }
 
-// applyPage writes the messages of one page in one transaction, queues the threads
-// whose latest_reply moved, and notes the users to resolve.
-func (t *tick) applyPage(msgs []Message, seen map[TS]bool) error {
-	now := t.now()
-	var stored []Message
-	var unverified []bool
-	err := t.p.store.Update(func(tx Tx) error {
-		stored, unverified = stored[:0], unverified[:0]
-		for _, read := range msgs {
-			m, err := applyRead(tx, read, t.p.identity, now)
-			if err != nil {
-				return err
-			}
-			if err := trackParent(tx, &m); err != nil {
-				return err
-			}
-			u, err := unverifiedReplies(tx, &m)
-			if err != nil {
-				return err
-			}
-			stored, unverified = append(stored, m), append(unverified, u)
-		}
-		return nil
-	})
-	if err != nil {
-		return storeErr(err)
-	}
-	for i := range stored {
-		m := &stored[i]
-		if seen != nil {
-			seen[m.TS] = true
-		}
-		t.queueThread(m, unverified[i])
-		t.noteUsers(m)
-	}
-	t.sum.MessagesWritten += len(stored)
-	return nil
-}
-
-// markMissing applies rule 4 after a complete window read over (oldest, latest]:
-// stored timeline messages in that range that the read did not return get
-// missing_since (kept if already set). Nothing else is changed or erased.
-func (t *tick) markMissing(ch string, oldest, latest TS, seen map[TS]bool) error {
-	now := t.now()
-	return storeErr(t.p.store.Update(func(tx Tx) error {
-		var gone []Message
-		err := tx.Timeline(ch, oldest, latest, func(m Message) error {
-			if m.TS.Compare(oldest) > 0 && !seen[m.TS] && m.MissingSince == nil {
-				gone = append(gone, m)
-			}
-			return nil
-		})
+// runHistory is the conversations.history stream: head reads (a conversation's bulk
+// window, its new messages) and tail ranges (stored messages re-read a page at a time),
+// in the order the scheduler picks, until nothing is due, the cap is spent or the soft
+// deadline passes.
+func (t *tick) runHistory() error {
+	for {
+		act, err := t.nextHistory()
 		if err != nil {
 			return err
 		}
-		for _, m := range gone {
-			m.MissingSince = &now
-			if err := tx.PutMessage(m); err != nil {
+		switch {
+		case act.head != nil:
+			err = t.readHead(*act.head)
+		case act.rng != nil:
+			err = t.readRange(act.rng)
+		default:
+			return nil
+		}
+		if err != nil {
+			if errors.Is(err, errStreamStop) {
+				return nil
+			}
+			if ends(err) {
 				return err
 			}
 		}
-		return nil
-	}))
+	}
 }
 
-// readOne is the exact single-message read of the tail: conversations.history with
-// oldest = latest = ts, inclusive, limit 1 (without inclusive the window is empty). It
-// is a complete read covering ts: absence marks missing_since, unless the message was
-// never read and turns out to be a thread reply (notInHistory).
-func (t *tick) readOne(ref Ref) error {
-	t.call(MethodHistory)
-	page, err := t.p.src.History(t.ctx, HistoryRequest{Channel: ref.Channel, Oldest: ref.TS, Latest: ref.TS, Inclusive: true, Limit: 1})
+// nextHistory picks the history stream's next action:
+//
+//  1. a head read the bound forces: a conversation never read, a walk to finish, or
+//     one whose last head read is older than the head bound;
+//  2. a watched range, while the watched class is below its share of the calls (and
+//     reactions.get is not refreshing it);
+//  3. else whichever fixes more staleness, in message-seconds: the best tail range
+//     (the sum of its due messages' ages) or the best head read (the messages the
+//     conversation's arrival rate predicts since its last head read, each as old on
+//     average as half that time);
+//  4. with no tail range due, a head read of a conversation not read this tick.
+func (t *tick) nextHistory() (historyAction, error) {
+	heads, err := t.headCandidates()
 	if err != nil {
-		if ferr := t.fatal(err); ferr != nil {
-			return ferr
+		return historyAction{}, err
+	}
+	for i := range heads {
+		if heads[i].forced {
+			return historyAction{head: &heads[i].c}, nil
 		}
-		if ClassOf(err) == ClassConversation {
-			return t.conversationFailed(ref.Channel, err)
+	}
+	if !t.reactionsUsable() && t.owesWatched(t.history) {
+		a, ok, err := t.watchedAnchor()
+		if err != nil {
+			return historyAction{}, err
 		}
-		t.skip("%s/%s: %v", ref.Channel, ref.TS, err)
+		if ok {
+			sp, err := t.pickRange(a, true)
+			if err != nil {
+				return historyAction{}, err
+			}
+			t.spendWatched(t.history)
+			return historyAction{rng: &sp}, nil
+		}
+	}
+	a, ok, err := t.tailAnchor()
+	if err != nil {
+		return historyAction{}, err
+	}
+	var best *headCandidate
+	for i := range heads {
+		if best == nil || heads[i].value > best.value || (!ok && heads[i].age > best.age) {
+			best = &heads[i]
+		}
+	}
+	if !ok {
+		if best != nil {
+			return historyAction{head: &best.c}, nil
+		}
+		return historyAction{}, nil
+	}
+	sp, err := t.pickRange(a, false)
+	if err != nil {
+		return historyAction{}, err
+	}
+	if best != nil && best.value > sp.value {
+		return historyAction{head: &best.c}, nil
+	}
+	return historyAction{rng: &sp}, nil
+}
+
+// headCandidate is a conversation whose head may be read this tick.
+type headCandidate struct {
+	c      Conversation
+	age    time.Duration
+	forced bool
+	value  float64 // expected staleness fixed, message-seconds
+}
+
+// headBound is the longest a conversation's head may go unread: the configured bound,
+// else the time in which head reads of every eligible conversation take an eighth of
+// the history rate, at least one tick interval.
+func (t *tick) headBound(n int) time.Duration {
+	if b := t.p.cfg.Tracking.HeadMaxAge; b > 0 {
+		return b
+	}
+	return max(t.p.cfg.Interval, time.Duration(8*n)*t.p.cfg.spacing(MethodHistory))
+}
+
+// headCandidates returns the eligible conversations whose head was not read this
+// tick. A head read time in the future (the clock was set back) counts as due: a
+// persisted time is never trusted to be in the past.
+func (t *tick) headCandidates() ([]headCandidate, error) {
+	ids := t.eligibleIDs()
+	now := t.now()
+	bound := t.headBound(len(ids))
+	var out []headCandidate
+	err := t.p.store.View(func(tx Tx) error {
+		for _, id := range ids {
+			t.mu.Lock()
+			done, rate := t.headDone[id], t.p.arrivals[id]
+			t.mu.Unlock()
+			if done {
+				continue
+			}
+			c, ok, err := tx.Conversation(id)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				continue
+			}
+			h := headCandidate{c: c}
+			switch {
+			case c.HeadReadAt == nil || c.HeadReadAt.After(now):
+				h.age, h.forced = neverAge, true
+			default:
+				h.age = now.Sub(*c.HeadReadAt)
+				h.forced = h.age >= bound || (c.WalkBottom != "" && c.WalkTop != "")
+			}
+			secs := h.age.Seconds()
+			h.value = rate * secs * secs / 2
+			out = append(out, h)
+		}
 		return nil
+	})
+	return out, storeErr(err)
+}
+
+// readHead reads one conversation's bulk window (a fresh walk, or the rest of one cut
+// short), then records the head read and the conversation's arrival rate.
+func (t *tick) readHead(c Conversation) error {
+	t.mu.Lock()
+	t.headDone[c.ID] = true
+	t.mu.Unlock()
+	fresh, err := t.sweep(c)
+	if ends(err) && !errors.Is(err, errStreamStop) {
+		return err
 	}
-	var found []Message
-	for _, m := range page.Messages {
-		if m.TS == ref.TS {
-			found = append(found, m)
+	now := t.now()
+	if c.HeadReadAt != nil && now.After(*c.HeadReadAt) {
+		// Messages per second since the last head read, smoothed over a few reads.
+		const alpha = 0.3
+		obs := float64(fresh) / now.Sub(*c.HeadReadAt).Seconds()
+		t.mu.Lock()
+		t.p.arrivals[c.ID] = alpha*obs + (1-alpha)*t.p.arrivals[c.ID]
+		t.mu.Unlock()
+	}
+	if uerr := t.p.w.updateConversation(c.ID, func(c *Conversation) { c.HeadReadAt = &now }); uerr != nil {
+		return uerr
+	}
+	return err
+}
+
+// countHeadReads adds a head page's re-read tracked messages to the tick's throughput
+// and its new ones to fresh.
+func (t *tick) countHeadReads(out []applied, fresh *int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for i := range out {
+		switch {
+		case out[i].fresh:
+			*fresh++
+		case out[i].IsTracked():
+			t.reads++
+			if t.watched[Ref{out[i].Channel, out[i].TS}] {
+				t.watchedReads++
+			}
 		}
 	}
-	for _, s := range page.Skipped {
-		if s.TS == ref.TS || s.TS == "" {
-			// Unreadable is not absent, and not polled either: last_polled_at
-			// keeps saying how stale the stored copy is.
-			t.skip("%s/%s: undecodable: %s", ref.Channel, ref.TS, s.Err)
-			return nil
-		}
+}
+
+// learnPageCap notes the server's page cap from a page cut short of the limit asked
+// with more to come (a non-Marketplace app gets 15 whatever it asks), and reports
+// whether this page taught it.
+func (t *tick) learnPageCap(asked int, page *Page) bool {
+	n := len(page.Messages) + len(page.Skipped)
+	if page.NextCursor == "" || n == 0 || n >= asked {
+		return false
 	}
-	if len(found) > 0 {
-		return t.applyPage(found[:1], nil)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.p.pageCap != 0 && t.p.pageCap <= n {
+		return false
 	}
-	return t.notInHistory(ref)
+	t.p.pageCap = n
+	t.p.log.Info("conversations.history pages hold at most this many messages; tail ranges are sized to it", "page_cap", n)
+	return true
+}
+
+// pageSize is the number of stored messages a tail range covers: the learned page
+// cap, or the most a page may hold while it is unknown.
+func (t *tick) pageSize() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.p.pageCap > 0 {
+		return t.p.pageCap
+	}
+	return HistoryPageLimit
 }

@@ -110,6 +110,10 @@ type Message struct {
 	// ThreadGone is set when conversations.replies answered thread_not_found: Slack's
 	// final word that the thread is gone; only the parent's own reads continue.
 	ThreadGone bool `json:"thread_gone"`
+	// Retired is set on a top-level message that the tracking policy no longer
+	// rotates: older than tracking.horizon and not watched. It stays in the store and
+	// the export; a bulk window or range read still refreshes it when it covers it.
+	Retired bool `json:"retired"`
 }
 
 // RotatedAt is the tail rotation's clock for m: when m was last read and, for a thread
@@ -141,8 +145,9 @@ func (m *Message) IsParent() bool {
 func (m *Message) InTimeline() bool { return !m.IsReply() || m.Subtype == SubtypeThreadBroadcast }
 
 // IsTracked reports whether m belongs to the tail rotation: every top-level message
-// (replies are refreshed through their parent's thread read).
-func (m *Message) IsTracked() bool { return !m.IsReply() }
+// the tracking policy has not retired (replies are refreshed through their parent's
+// thread read).
+func (m *Message) IsTracked() bool { return !m.IsReply() && !m.Retired }
 
 // Ref names one message: the join key (channel, ts).
 type Ref struct {
@@ -202,6 +207,14 @@ type Conversation struct {
 	CoveredTo  TS `json:"covered_to"`
 	WalkTop    TS `json:"walk_top"`
 	WalkBottom TS `json:"walk_bottom"`
+	// HeadReadAt is when the conversation's bulk window (its head: new messages) was
+	// last read, a page of a walk or a whole one; nil before the first. The history
+	// scheduler spends a head read when this is older than the head bound, or when
+	// the new messages it expects fix more staleness than a tail range would.
+	HeadReadAt *time.Time `json:"head_read_at"`
+	// RetiredTo is the newest ts the tracking policy retired, "" when none: a longer
+	// horizon brings back what lies between it and the new horizon.
+	RetiredTo TS `json:"retired_to"`
 }
 
 // Identity is what auth.test says about the token: the bot user and bot IDs used to
@@ -233,8 +246,31 @@ type TickSummary struct {
 	TailRead        int      `json:"tail_read"`
 	UsersResolved   int      `json:"users_resolved"`
 	Errors          []string `json:"errors"`
-	// RotationPeriod is the estimated time for the tail rotation to re-read every
-	// tracked message: the worst-case staleness of changes watermarks cannot see.
+	Staleness
+}
+
+// Staleness is what a tick reports about how stale the read model can be. Durations
+// are estimates from the throughput of the last ticks (0: not known yet).
+type Staleness struct {
+	// RotationPeriod is the time to re-read every tracked message and thread: the
+	// worst-case staleness of a change no watermark shows (an edit, a reaction, an
+	// older reply changed), for the tracked class.
 	RotationPeriod time.Duration `json:"rotation_period"`
-	Tracked        int           `json:"tracked"`
+	// WatchedRotation is the same for the watched class (record-keyed and tracked on
+	// request), which has a guaranteed share of every method's calls.
+	WatchedRotation time.Duration `json:"watched_rotation"`
+	Tracked         int           `json:"tracked"`
+	Watched         int           `json:"watched"`
+	// Threads is the number of tracked thread parents whose thread rotates.
+	Threads int `json:"threads"`
+	// PhysicalLimit is the least time in which the configured rates could re-read
+	// every tracked message and thread: max(⌈messages ÷ page⌉ history calls,
+	// Σ⌈(replies + 1) ÷ page⌉ replies calls), each at its method's rate.
+	PhysicalLimit time.Duration `json:"physical_limit"`
+	// PageCap is the number of messages per page the server was seen to return at
+	// most (15 for non-Marketplace apps), 0 while unknown.
+	PageCap int `json:"page_cap"`
+	// HeadAges is, per polled conversation, the time since its bulk window was last
+	// read: how late a new message may be to appear.
+	HeadAges map[string]time.Duration `json:"head_ages"`
 }

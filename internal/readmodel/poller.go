@@ -11,17 +11,33 @@ import (
 	"time"
 )
 
-// Budget holds the per-tick hard caps, one per call kind (design.md §1). A cap is
-// decremented when a call is started and checked before the next one starts; running
-// out is a clean stop of that kind of call, not an error.
+// Budget holds the per-tick hard caps on calls, one per Slack method the streams of a
+// tick spend. A cap is taken when a call starts; running out is a clean stop of that
+// method's stream for the tick, not an error. 0 means no call of that method.
 type Budget struct {
-	HistoryPages   int // conversations.history pages of the bulk window (default 8)
-	RepliesCalls   int // conversations.replies calls, thread sync and tail (default 12)
-	UsersInfoCalls int // users.info calls (default 20)
-	TailFetches    int // tail rotation reads (default 25)
+	HistoryCalls   int // conversations.history: bulk window pages and tail ranges
+	RepliesCalls   int // conversations.replies: thread syncs, thread rotation, locate
+	UsersInfoCalls int // users.info
+	ReactionsCalls int // reactions.get, for watched messages (with reactions:read)
 }
 
-// PollerConfig configures a Poller. Zero durations take the defaults of design.md §5.
+// TrackingPolicy says which stored messages rotate, and how the history stream shares
+// its calls.
+type TrackingPolicy struct {
+	// Horizon is how long after its ts a stored message that is not watched keeps
+	// rotating; 0 keeps every stored message in rotation for ever.
+	Horizon time.Duration
+	// HeadMaxAge bounds the time between two reads of a conversation's bulk window
+	// (its new messages). 0 picks the time in which head reads of every polled
+	// conversation take an eighth of the conversations.history rate, at least one
+	// tick interval.
+	HeadMaxAge time.Duration
+	// WatchedShare is the least fraction of each method's calls in a tick that go to
+	// watched messages while any is due (default 0.5).
+	WatchedShare float64
+}
+
+// PollerConfig configures a Poller. Zero values take the defaults of config/slackpoll.yaml.
 type PollerConfig struct {
 	// Conversations are the configured conversation IDs to poll.
 	Conversations []string
@@ -29,11 +45,16 @@ type PollerConfig struct {
 	// re-listed every InfoRefresh.
 	Discover bool
 	Budget   Budget
+	Tracking TrackingPolicy
+	// Rates are requests per minute per method, as the Source paces them: the
+	// scheduler sizes head reads and the physical limit with them. Missing methods
+	// take the non_marketplace profile.
+	Rates map[string]float64
 	// Interval is the time between tick starts (tick.interval, default 1m).
 	Interval time.Duration
 	// SoftDeadline bounds a tick; it is checked between calls only (default 4m).
 	SoftDeadline time.Duration
-	// BulkWindow is how far back phase 1 reads history each tick (default 72h).
+	// BulkWindow is how far back a head read reads history (default 72h).
 	BulkWindow time.Duration
 	// UserCacheTTL is how long a users.info answer is trusted (default 168h).
 	UserCacheTTL time.Duration
@@ -63,6 +84,16 @@ func (c *PollerConfig) setDefaults() {
 	if c.InfoRefresh <= 0 {
 		c.InfoRefresh = time.Hour
 	}
+	if c.Tracking.WatchedShare <= 0 || c.Tracking.WatchedShare > 1 {
+		c.Tracking.WatchedShare = 0.5
+	}
+	rates, _ := ProfileRates(ProfileNonMarketplace)
+	for m, r := range c.Rates {
+		if r > 0 {
+			rates[m] = r
+		}
+	}
+	c.Rates = rates
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -71,31 +102,47 @@ func (c *PollerConfig) setDefaults() {
 	}
 }
 
+// spacing returns the least time between two calls of method at its configured rate.
+func (c *PollerConfig) spacing(method string) time.Duration {
+	return time.Duration(float64(time.Minute) / c.Rates[method])
+}
+
 // Poller keeps a Store current from a Source, one bounded tick at a time, by the
-// replace-on-read contract (design.md §1-§3). It is not safe for concurrent Ticks.
+// replace-on-read contract (docs/design.md). It is not safe for concurrent Ticks.
 type Poller struct {
 	store Store
 	src   Source
+	w     *writer
 	cfg   PollerConfig
 	log   *slog.Logger
 
 	identity     *Identity
-	rotation     int                 // which conversation goes first in phase 1
+	rotation     int                 // which conversation a head read prefers on ties
 	pendingUsers map[string]struct{} // user IDs seen but not (freshly) resolved
 	lastDiscover time.Time
-	// Tail throughput of the last ticks, for the rotation period estimate.
-	tailSamples  []tailSample
+	// pageCap is the most messages a history page was seen to hold when the server
+	// cut it short of the limit asked (15 for non-Marketplace apps); 0 while unknown.
+	pageCap int
+	// arrivals is, per conversation, the rate of new messages its head reads found
+	// (messages per second, smoothed): what a head read is expected to bring.
+	arrivals map[string]float64
+	// Throughput of the last ticks, for the rotation period estimates.
+	samples      []rotationSample
 	lastFinished time.Time
-	// unlocated are never-read tracked messages the exact history read missed and
+	// unlocated are never-read tracked messages a complete history read missed and
 	// that wait for a conversations.replies call to find their thread (locate): the
 	// history read is not repeated. Lost on restart, which costs one read again.
 	unlocated map[Ref]bool
 	// tickNo counts this process's ticks; tailBackoff holds tail entries whose last
 	// reads advanced nothing (undecodable, failing): skipped until tickNo reaches
 	// until, so that a message Slack keeps sending broken cannot take the tail's
-	// slots on every tick. Lost on restart, which costs one read again.
+	// calls on every tick. Lost on restart, which costs one read again.
 	tickNo      int
 	tailBackoff map[Ref]backoff
+	// carried are the thread syncs a tick queued but could not make (cap, soft
+	// deadline): the next tick starts with them rather than waiting for the parent's
+	// next read, a rotation away. Lost on restart, which costs that wait once.
+	carried []threadCandidate
 }
 
 // backoff is a tail entry's run of reads that advanced nothing.
@@ -106,7 +153,12 @@ type backoff struct {
 // NewPoller returns a Poller writing to store and reading from src.
 func NewPoller(store Store, src Source, cfg PollerConfig) *Poller {
 	cfg.setDefaults()
-	return &Poller{store: store, src: src, cfg: cfg, log: cfg.Logger, pendingUsers: map[string]struct{}{}, unlocated: map[Ref]bool{}, tailBackoff: map[Ref]backoff{}}
+	return &Poller{
+		store: store, src: src, cfg: cfg, log: cfg.Logger,
+		w:            &writer{store: store},
+		pendingUsers: map[string]struct{}{}, unlocated: map[Ref]bool{},
+		tailBackoff: map[Ref]backoff{}, arrivals: map[string]float64{},
+	}
 }
 
 // ErrTokenRejected wraps the token-wide errors (invalid_auth, token_revoked, ...) that
@@ -154,8 +206,10 @@ func storeErr(err error) error {
 	return fmt.Errorf("%w: %w", errStore, err)
 }
 
-// Tick runs one bounded pass: conversation info, phase 1 (bulk window), thread sync,
-// users, phase 2 (tail rotation). Everything fetched before a stop is committed. It
+// Tick runs one bounded pass: auth.test, discover and conversations.info in turn, then
+// one stream per Slack method at once (history: head reads and tail ranges; replies:
+// thread syncs, locate and thread rotation; users.info; reactions.get), each paced by
+// its own limiter and cap. Everything fetched before a stop is committed. It
 // returns an error for a rejected token (wrapping ErrTokenRejected), a store failure, a
 // failed auth.test, or ctx cancellation (shutdown: nothing partial is written); budget
 // exhaustion, the soft deadline and per-conversation or per-item errors are not errors.
@@ -165,7 +219,7 @@ func (p *Poller) Tick(ctx context.Context) (TickSummary, error) {
 	err := t.run()
 	sum := t.finish(err)
 	// An interrupted tick is a last tick too: status shows it stopped on shutdown.
-	if perr := p.store.Update(func(tx Tx) error { return tx.PutLastTick(sum) }); perr != nil && err == nil {
+	if perr := p.w.putLastTick(sum); perr != nil && err == nil {
 		err = storeErr(perr)
 	}
 	p.logSummary(sum, err)
@@ -189,7 +243,10 @@ func (p *Poller) logSummary(s TickSummary, err error) {
 		"tail_read", s.TailRead,
 		"users_resolved", s.UsersResolved,
 		"tracked", s.Tracked,
+		"watched", s.Watched,
 		"rotation_period", rotationText(s.RotationPeriod),
+		"watched_rotation", rotationText(s.WatchedRotation),
+		"physical_limit", s.PhysicalLimit.String(),
 	}
 	if len(s.Errors) > 0 {
 		attrs = append(attrs, "skipped", s.Errors)
@@ -211,4 +268,17 @@ func rotationText(d time.Duration) string {
 		return "unknown"
 	}
 	return d.String()
+}
+
+// unwrapStore removes storeErr's marker for callers outside the poller.
+func unwrapStore(err error) error {
+	if err == nil || !errors.Is(err, errStore) {
+		return err
+	}
+	if u, ok := err.(interface{ Unwrap() []error }); ok {
+		if errs := u.Unwrap(); len(errs) == 2 {
+			return errs[1]
+		}
+	}
+	return err
 }

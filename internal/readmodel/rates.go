@@ -19,7 +19,7 @@ const (
 // methods are the Slack methods slackpoll calls and paces, in a fixed order.
 var methods = []string{
 	MethodAuthTest, MethodHistory, MethodReplies,
-	MethodConversationInfo, MethodUsersInfo, MethodUsersConversations,
+	MethodConversationInfo, MethodUsersInfo, MethodUsersConversations, MethodReactionsGet,
 }
 
 // profiles give requests per minute per method. Slack tiers (facts §B4): Tier 1 = 1+,
@@ -29,10 +29,14 @@ var profiles = map[string]map[string]float64{
 	ProfileNonMarketplace: {
 		MethodAuthTest: 100, MethodHistory: 1, MethodReplies: 1,
 		MethodConversationInfo: 50, MethodUsersInfo: 100, MethodUsersConversations: 50,
+		// reactions.get is Tier 3; Slack's 2025 non-Marketplace change named only
+		// conversations.history and conversations.replies.
+		MethodReactionsGet: 50,
 	},
 	ProfileInternal: {
 		MethodAuthTest: 100, MethodHistory: 50, MethodReplies: 50,
 		MethodConversationInfo: 50, MethodUsersInfo: 100, MethodUsersConversations: 50,
+		MethodReactionsGet: 50,
 	},
 }
 

@@ -53,7 +53,7 @@ func TestMessageUndecodableDuringAWalkIsReadByTheTail(t *testing.T) {
 	store := openStore(t)
 	clock := &fixedClock{t: epoch}
 	b := defaultBudget()
-	b.HistoryPages = 2 // tail on: a tracked message would be re-read
+	b.HistoryCalls = 2 // tail on: a tracked message would be re-read
 	p := rm.NewPoller(store, wrap, rm.PollerConfig{Conversations: []string{ch}, Budget: b, Now: clock.Now})
 	for range 12 {
 		mustTick(t, p)

@@ -14,7 +14,12 @@ const (
 	MethodConversationInfo   = "conversations.info"
 	MethodUsersInfo          = "users.info"
 	MethodUsersConversations = "users.conversations"
+	MethodReactionsGet       = "reactions.get"
 )
+
+// ScopeReactionsRead is the scope reactions.get needs; the poller uses the method only
+// when auth.test's X-OAuth-Scopes lists it.
+const ScopeReactionsRead = "reactions:read"
 
 // Page sizes requested (design.md §1). Slack may return fewer (15 for non-Marketplace
 // apps); only the cursor decides the end.
@@ -43,6 +48,10 @@ type Source interface {
 	// UserInfo calls users.info. A refusal (user_not_found, user_not_visible) is not an
 	// error: it returns a User with LookupError set.
 	UserInfo(ctx context.Context, id string) (User, error)
+	// ReactionsGet calls reactions.get with full=true for one message, top-level or
+	// reply: its text, edited, complete reactions and, for a parent, its thread
+	// fields. A deleted message fails with code message_not_found (ClassItem).
+	ReactionsGet(ctx context.Context, ref Ref) (Message, error)
 	// MemberConversations calls users.conversations for one page of the conversations
 	// the token's user is a member of, limited to types (slackpoll names, e.g. "im").
 	MemberConversations(ctx context.Context, types []string, cursor string) ([]ConversationInfo, string, error)

@@ -52,6 +52,9 @@ type Tx interface {
 	// oldest <= ts <= latest, ascending by ts. "" for oldest or latest leaves that end
 	// open. Returning ErrStopIteration ends the walk with a nil error.
 	Timeline(channel string, oldest, latest TS, fn func(Message) error) error
+	// TimelineBefore returns up to n timeline messages of the channel with ts < latest,
+	// newest first. Use it in View transactions.
+	TimelineBefore(channel string, latest TS, n int) ([]Message, error)
 	// TailOldest returns up to n tracked messages least recently rotated first (by
 	// RotatedAt, never first; ties by channel then ts), skipping those for which skip returns
 	// true. Its cost grows with n and the skipped entries, not with the store size.
@@ -71,6 +74,16 @@ type Tx interface {
 	Record(key string) (Ref, bool, error)
 	// PutRecord attaches a record key to a message.
 	PutRecord(key string, ref Ref) error
+
+	// Watched calls fn for every watched message (record-keyed, or tracked on
+	// request), by channel then ts. Returning ErrStopIteration ends the walk.
+	Watched(fn func(Ref) error) error
+	// IsWatched reports whether ref is watched.
+	IsWatched(ref Ref) (bool, error)
+	// PutWatched adds ref to the watched set; DeleteWatched removes it (no error when
+	// it is absent).
+	PutWatched(ref Ref) error
+	DeleteWatched(ref Ref) error
 
 	// Identity returns the cached auth.test answer.
 	Identity() (Identity, bool, error)

@@ -264,6 +264,29 @@ func (s *stubSource) UserInfo(ctx context.Context, id string) (rm.User, error) {
 	return u, nil
 }
 
+// ReactionsGet answers from the timeline or a thread; the stub's token has no
+// reactions:read, so the poller calls it only in tests that grant the scope.
+func (s *stubSource) ReactionsGet(ctx context.Context, ref rm.Ref) (rm.Message, error) {
+	if err := s.enter(stubCall{method: rm.MethodReactionsGet}, ref.Channel); err != nil {
+		return rm.Message{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, m := range s.hist[ref.Channel] {
+		if m.TS == ref.TS {
+			return m, nil
+		}
+	}
+	for _, rs := range s.threads {
+		for _, m := range rs {
+			if m.Channel == ref.Channel && m.TS == ref.TS {
+				return m, nil
+			}
+		}
+	}
+	return rm.Message{}, &rm.APIError{Method: rm.MethodReactionsGet, Code: "message_not_found", Class: rm.ClassItem}
+}
+
 func (s *stubSource) MemberConversations(ctx context.Context, types []string, cursor string) ([]rm.ConversationInfo, string, error) {
 	if err := s.enter(stubCall{method: rm.MethodUsersConversations}, ""); err != nil {
 		return nil, "", err
@@ -331,7 +354,7 @@ func msg(ch string, t rm.TS, user, text string) rm.Message {
 }
 
 func defaultBudget() rm.Budget {
-	return rm.Budget{HistoryPages: 8, RepliesCalls: 12, UsersInfoCalls: 20, TailFetches: 25}
+	return rm.Budget{HistoryCalls: 33, RepliesCalls: 12, UsersInfoCalls: 20, ReactionsCalls: 25}
 }
 
 // newPoller wires a poller on a stub and a fresh store with a fixed clock.

@@ -1,28 +1,182 @@
 package readmodel
 
-import "time"
+import (
+	"errors"
+	"time"
+)
 
-// syncThreads reads the threads queued by phase 1, in the order their parents were
-// read, until the replies_calls cap is spent or the deadline passes.
-func (t *tick) syncThreads() error {
+// runReplies is the conversations.replies stream: threads whose latest_reply a read saw
+// move (known changes) first, then never-read tracked messages history did not return
+// (locate), then the thread rotation — watched threads while they are below their
+// share, else the least recently read thread — until the cap or the soft deadline.
+// With nothing due it waits for the other streams to queue more, and stops when none
+// is left that could.
+func (t *tick) runReplies() error {
+	for {
+		job, ok, err := t.nextReplies()
+		if err != nil {
+			return err
+		}
+		if !ok {
+			if !t.waitForWork(func() bool { return len(t.threadQueue) > 0 || len(t.locateQueue) > 0 }) {
+				return nil
+			}
+			continue
+		}
+		if err := job(); err != nil {
+			if errors.Is(err, errStreamStop) {
+				return nil
+			}
+			if ends(err) {
+				return err
+			}
+		}
+	}
+}
+
+// nextReplies picks the replies stream's next job.
+func (t *tick) nextReplies() (func() error, bool, error) {
+	t.mu.Lock()
 	for len(t.threadQueue) > 0 {
 		c := t.threadQueue[0]
 		t.threadQueue = t.threadQueue[1:]
 		if !t.eligible[c.Channel] {
 			continue
 		}
-		if t.pastDeadline() {
-			return errStopTick
+		t.triedThreads[c.Ref] = true
+		t.mu.Unlock()
+		return func() error { return t.readThread(c.Ref, c.latestReply) }, true, nil
+	}
+	for len(t.locateQueue) > 0 {
+		ref := t.locateQueue[0]
+		t.locateQueue = t.locateQueue[1:]
+		if !t.eligible[ref.Channel] {
+			continue
 		}
-		if t.left.RepliesCalls <= 0 {
-			t.noteStop("budget:replies_calls")
-			return nil
+		t.mu.Unlock()
+		return func() error { return t.locate(ref) }, true, nil
+	}
+	t.mu.Unlock()
+	if t.owesWatched(t.replies) {
+		m, ok, err := t.watchedThread()
+		if err != nil {
+			return nil, false, err
 		}
-		if err := t.readThread(c.Ref, c.latestReply); err != nil {
-			return err
+		if ok {
+			t.spendWatched(t.replies)
+			return t.threadJob(m), true, nil
 		}
 	}
-	return nil
+	m, ok, err := t.rotationThread()
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	return t.threadJob(m), true, nil
+}
+
+func (t *tick) threadJob(m Message) func() error {
+	t.mu.Lock()
+	t.triedThreads[Ref{m.Channel, m.TS}] = true
+	t.mu.Unlock()
+	return func() error {
+		err := t.readThread(Ref{m.Channel, m.TS}, m.LatestReply)
+		if err == nil {
+			t.mu.Lock()
+			t.threadReads++
+			if t.watchedThreads[Ref{m.Channel, m.TS}] {
+				t.watchedReads++
+			}
+			t.mu.Unlock()
+		}
+		return err
+	}
+}
+
+// threadDue reports whether m's thread is due for a rotation read this tick: a tracked
+// parent whose thread exists, of an eligible conversation, whose thread was not read
+// since the tick started (a read time in the future counts as due), not picked yet.
+func (t *tick) threadDue(m *Message) bool {
+	if !m.IsParent() || m.ThreadGone || !m.IsTracked() || m.LastPolledAt == nil {
+		return false
+	}
+	ref := Ref{m.Channel, m.TS}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.eligible[m.Channel] || t.triedThreads[ref] || t.queued[ref] {
+		return false
+	}
+	return m.ThreadSyncedAt == nil || m.ThreadSyncedAt.Before(t.start) || m.ThreadSyncedAt.After(t.now())
+}
+
+// rotationThread returns the tracked parent whose thread was read least recently and
+// is due, walking the tail index from its oldest entry (a parent's place there is the
+// older of its own read and its thread's).
+func (t *tick) rotationThread() (Message, bool, error) {
+	var found Message
+	var ok bool
+	err := t.p.store.View(func(tx Tx) error {
+		var ierr error
+		_, err := tx.TailOldest(1, func(e TailEntry) bool {
+			if ok || ierr != nil || !t.isEligible(e.Channel) {
+				return true
+			}
+			m, has, err := tx.Message(e.Channel, e.TS)
+			if err != nil {
+				ierr = err
+				return true
+			}
+			if !has || !t.threadDue(&m) {
+				return true
+			}
+			found, ok = m, true
+			return false
+		})
+		if err != nil {
+			return err
+		}
+		return ierr
+	})
+	return found, ok, storeErr(err)
+}
+
+// watchedThread returns the due thread, least recently read, of a watched parent or of
+// the parent of a watched reply.
+func (t *tick) watchedThread() (Message, bool, error) {
+	t.mu.Lock()
+	refs := make([]Ref, 0, len(t.watchedThreads))
+	for r := range t.watchedThreads {
+		refs = append(refs, r)
+	}
+	t.mu.Unlock()
+	var best Message
+	var ok bool
+	err := t.p.store.View(func(tx Tx) error {
+		for _, r := range refs {
+			m, has, err := tx.Message(r.Channel, r.TS)
+			if err != nil {
+				return err
+			}
+			if !has || !t.threadDue(&m) {
+				continue
+			}
+			if !ok || threadOlder(&m, &best) {
+				best, ok = m, true
+			}
+		}
+		return nil
+	})
+	return best, ok, storeErr(err)
+}
+
+// threadOlder reports whether a's thread was read before b's (never first).
+func threadOlder(a, b *Message) bool {
+	switch {
+	case a.ThreadSyncedAt == nil:
+		return b.ThreadSyncedAt != nil
+	case b.ThreadSyncedAt == nil:
+		return false
+	}
+	return a.ThreadSyncedAt.Before(*b.ThreadSyncedAt)
 }
 
 // threadRead is a whole thread as read by conversations.replies.
@@ -42,21 +196,18 @@ func (t *tick) readThread(parent Ref, latestReply TS) error {
 	r := threadRead{keep: map[TS]bool{}, byTS: map[TS]int{}}
 	cursor := ""
 	for {
-		if t.pastDeadline() {
-			return errStopTick
-		}
-		if !t.take(&t.left.RepliesCalls, "replies_calls") {
-			return nil // cut short: writes nothing
-		}
-		t.call(MethodReplies)
-		page, err := t.p.src.Replies(t.ctx, RepliesRequest{Channel: parent.Channel, TS: parent.TS, Limit: RepliesPageLimit, Cursor: cursor})
+		var page Page
+		err := t.do(t.replies, func() (err error) {
+			page, err = t.p.src.Replies(t.ctx, RepliesRequest{Channel: parent.Channel, TS: parent.TS, Limit: RepliesPageLimit, Cursor: cursor})
+			return err
+		})
 		if err != nil {
-			if ferr := t.fatal(err); ferr != nil {
-				return ferr
+			if ends(err) {
+				return err // cut short: writes nothing
 			}
 			switch {
 			case CodeOf(err) == "thread_not_found":
-				return t.threadGone(parent)
+				return t.p.w.threadGone(parent, t.now())
 			case ClassOf(err) == ClassConversation:
 				return t.conversationFailed(parent.Channel, err)
 			}
@@ -100,90 +251,21 @@ func (t *tick) readThread(parent Ref, latestReply TS) error {
 	return t.writeThread(parent, latestReply, &r)
 }
 
-// writeThread replaces a fully read thread in one transaction: stale replies deleted,
-// every reply replaced whole, the parent refreshed from its own element, and the
-// parent's reply watermark put last.
+// writeThread replaces a fully read thread through the writer, then notes the users
+// its messages name.
 func (t *tick) writeThread(parent Ref, latestReply TS, r *threadRead) error {
-	now := t.now()
-	var written []Message
-	err := t.p.store.Update(func(tx Tx) error {
-		written = written[:0]
-		stored, err := tx.Replies(parent.Channel, parent.TS)
-		if err != nil {
-			return err
-		}
-		for _, old := range stored {
-			if _, ok := r.byTS[old.TS]; !ok && !r.keep[old.TS] {
-				if err := dropReply(tx, old, now); err != nil {
-					return err
-				}
-			}
-		}
-		for _, read := range r.replies {
-			if read.ThreadTS == "" {
-				read.ThreadTS = parent.TS // a reply always belongs to the thread it came from
-			}
-			m, err := applyRead(tx, read, t.p.identity, now)
-			if err != nil {
-				return err
-			}
-			written = append(written, m)
-		}
-		p, ok, err := tx.Message(parent.Channel, parent.TS)
-		if err != nil {
-			return err
-		}
-		watermark := latestReply
-		if r.parent != nil {
-			var prev *Message
-			if ok {
-				prev = &p
-			}
-			p = merge(prev, *r.parent, t.p.identity, now)
-			watermark = r.parent.LatestReply
-			written = append(written, p)
-		} else if !ok {
-			p = Message{Channel: parent.Channel, TS: parent.TS, ThreadTS: parent.TS, LatestReply: latestReply}
-		}
-		p.ReplyWatermark = watermark
-		p.ThreadSyncedAt = &now
-		return tx.PutMessage(p)
-	})
+	written, err := t.p.w.writeThread(parent, latestReply, r, t.p.identity, t.now())
 	if err != nil {
-		return storeErr(err)
+		return err
 	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	for i := range written {
-		t.noteUsers(&written[i])
+		t.noteUsersLocked(&written[i])
 	}
 	t.sum.ThreadsWritten++
 	t.sum.MessagesWritten += len(written)
 	return nil
-}
-
-// threadGone applies thread_not_found, Slack's final answer that the thread is gone:
-// the reply set becomes empty, the parent is marked deleted, and its watermark becomes
-// its last read latest_reply so the thread is not asked for again.
-func (t *tick) threadGone(parent Ref) error {
-	now := t.now()
-	return storeErr(t.p.store.Update(func(tx Tx) error {
-		stored, err := tx.Replies(parent.Channel, parent.TS)
-		if err != nil {
-			return err
-		}
-		for _, old := range stored {
-			if err := dropReply(tx, old, now); err != nil {
-				return err
-			}
-		}
-		p, ok, err := tx.Message(parent.Channel, parent.TS)
-		if err != nil || !ok {
-			return err
-		}
-		p.Deleted = true
-		p.ThreadGone = true
-		p.ReplyWatermark = p.LatestReply
-		return tx.PutMessage(p)
-	}))
 }
 
 // dropReply removes a reply that a whole-thread read (or thread_not_found) says is

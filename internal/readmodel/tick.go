@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -15,28 +16,46 @@ const (
 	StopError    = "error"
 )
 
-// errStopTick ends the current phase: its share of the soft deadline passed (and with
-// the last share, the tick).
-var errStopTick = errors.New("tick stopped")
-
-// tick is the state of one pass: what is left of the budget, what was read.
+// tick is the state of one pass. Its streams run concurrently: everything below mu is
+// shared between them and guarded by it; cond wakes a stream waiting for work another
+// stream produces (a thread queued by a history read, a user to resolve).
 type tick struct {
 	p        *Poller
 	ctx      context.Context
 	start    time.Time
-	phaseEnd time.Time // the current phase's share of the soft deadline
-	left     Budget
-	sum      TickSummary
-	stop     string // first stop reason hit, "" while none
+	deadline time.Time // the soft deadline: no call starts after it
 
-	// Phase 1 results: the threads to sync, in the order their parents were read.
-	threadQueue []threadCandidate
-	queued      map[Ref]bool
+	// The streams, one per method. The setup methods (auth.test, users.conversations,
+	// conversations.info) are called in turn before the others start, uncapped.
+	setup                             map[string]*stream
+	history, replies, users, reactions *stream
+
+	mu   sync.Mutex
+	cond *sync.Cond
+	sum  TickSummary
 	// Conversations that may be read this tick (not archived, not waiting on an error).
 	eligible map[string]bool
-	// Users whose users.info failed this tick: retried on a later tick, not by the
-	// users pass after the tail.
+	// headDone holds the conversations whose head was read this tick.
+	headDone map[string]bool
+	// threadQueue holds the threads to sync because a read saw their latest_reply
+	// move (or stored replies only a thread read can confirm), oldest first.
+	threadQueue []threadCandidate
+	queued      map[Ref]bool
+	// locateQueue holds never-read tracked messages a complete history read missed.
+	locateQueue []Ref
+	// tried holds the tail entries a stream picked this tick, read or not: an entry
+	// whose read advanced nothing (undecodable, failing) is not picked again.
+	tried, triedThreads map[Ref]bool
+	// watched is the watched set as of the tick's start; watchedThreads the parents
+	// whose thread holds a watched message (a watched parent, or a watched reply's).
+	watched, watchedThreads map[Ref]bool
+	// failedUsers are users whose users.info failed this tick: retried on a later tick.
 	failedUsers map[string]bool
+	// active counts the streams running and not waiting for work: once it is 0, no
+	// stream can produce work for another, and the waiting ones stop.
+	active int
+	// Throughput of this tick, for the staleness estimates.
+	reads, watchedReads, threadReads int
 }
 
 type threadCandidate struct {
@@ -46,175 +65,164 @@ type threadCandidate struct {
 
 func newTick(p *Poller, ctx context.Context) *tick {
 	now := p.cfg.Now()
-	return &tick{
-		p: p, ctx: ctx, start: now,
-		left:        p.cfg.Budget,
+	b := p.cfg.Budget
+	t := &tick{
+		p: p, ctx: ctx, start: now, deadline: now.Add(p.cfg.SoftDeadline),
+		setup:       map[string]*stream{},
+		history:     &stream{method: MethodHistory, capName: "history_calls", left: b.HistoryCalls},
+		replies:     &stream{method: MethodReplies, capName: "replies_calls", left: b.RepliesCalls},
+		users:       &stream{method: MethodUsersInfo, capName: "users_info_calls", left: b.UsersInfoCalls},
+		reactions:   &stream{method: MethodReactionsGet, capName: "reactions_calls", left: b.ReactionsCalls},
 		sum:         TickSummary{Started: now, Calls: map[string]int{}},
-		queued:      map[Ref]bool{},
 		eligible:    map[string]bool{},
+		headDone:    map[string]bool{},
+		queued:      map[Ref]bool{},
+		tried:       map[Ref]bool{},
+		triedThreads: map[Ref]bool{},
+		watched:     map[Ref]bool{},
+		watchedThreads: map[Ref]bool{},
 		failedUsers: map[string]bool{},
 	}
+	t.cond = sync.NewCond(&t.mu)
+	for _, c := range p.carried {
+		if !t.queued[c.Ref] {
+			t.queued[c.Ref] = true
+			t.threadQueue = append(t.threadQueue, c)
+		}
+	}
+	p.carried = nil
+	return t
 }
 
 func (t *tick) now() time.Time { return t.p.cfg.Now() }
 
-// noteStop records the first reason the tick (or one kind of call) stopped.
-func (t *tick) noteStop(reason string) {
-	if t.stop == "" {
-		t.stop = reason
+// setupStream returns the uncapped stream of a setup method.
+func (t *tick) setupStream(method string) *stream {
+	s, ok := t.setup[method]
+	if !ok {
+		s = &stream{method: method, left: -1}
+		t.setup[method] = s
 	}
+	return s
 }
-
-// pastDeadline is checked between calls, never during one: a Retry-After wait is part
-// of the call it belongs to.
-func (t *tick) pastDeadline() bool {
-	if t.now().After(t.phaseEnd) {
-		t.noteStop(StopDeadline)
-		return true
-	}
-	return false
-}
-
-// take spends one call of a budget kind, or reports the cap as reached.
-func (t *tick) take(cap *int, name string) bool {
-	if *cap <= 0 {
-		t.noteStop("budget:" + name)
-		return false
-	}
-	*cap--
-	return true
-}
-
-// message reads the stored message ref in a read transaction of its own.
-func (t *tick) message(ref Ref) (Message, bool, error) {
-	var m Message
-	var ok bool
-	err := t.p.store.View(func(tx Tx) error {
-		var err error
-		m, ok, err = tx.Message(ref.Channel, ref.TS)
-		return err
-	})
-	return m, ok, storeErr(err)
-}
-
-// call counts a started call of method, for the summary.
-func (t *tick) call(method string) { t.sum.Calls[method]++ }
 
 func (t *tick) skip(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
+	t.mu.Lock()
 	t.sum.Errors = append(t.sum.Errors, msg)
+	t.mu.Unlock()
 	t.p.log.Warn("skipped", "what", msg)
 }
 
-// phase is one step of a tick with the share of the soft deadline it may run to.
-type phase struct {
-	run   func() error
-	share float64
+// isEligible reports whether ch may be read this tick.
+func (t *tick) isEligible(ch string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.eligible[ch]
 }
 
-// run is the tick body. The bulk window may start calls until half the soft deadline
-// and thread sync until three quarters, so that users and the tail always get their
-// turn: at 1 request per minute, six conversations' bulk pages alone outlast a
-// 4-minute deadline, and a tick that spent it all on phase 1 would never sync a thread
-// or rotate the tail (the starvation the convergence simulation found). A phase that
-// finds its share spent returns errStopTick and the next phase starts; the last share
-// ends the tick. Users are resolved again after the tail, within the same
-// users_info_calls cap, so that the users its reads name get their labels in this
-// tick: a `slackpoll once` has no next tick to wait for.
+// run is the tick body: the setup calls in turn (each needs the one before: the
+// identity's scopes decide discovery, info decides which conversations are read),
+// then the method streams at once until each has nothing left to do, spent its cap,
+// or met the soft deadline. The first error that ends the tick (shutdown, a rejected
+// token, the store) is returned once every stream has stopped.
 func (t *tick) run() error {
-	phases := []phase{
-		{t.authenticate, 1}, {t.discover, 1}, {t.refreshConversations, 1},
-		{t.bulkWindow, 0.5}, {t.syncThreads, 0.75}, {t.resolveUsers, 1}, {t.tail, 1},
-		{t.resolveUsers, 1},
-	}
-	for _, ph := range phases {
-		t.phaseEnd = t.start.Add(time.Duration(float64(t.p.cfg.SoftDeadline) * ph.share))
-		if err := ph.run(); err != nil {
-			if !errors.Is(err, errStopTick) {
-				return err
-			}
-			if ph.share >= 1 {
+	for _, step := range []func() error{t.authenticate, t.discover, t.refreshConversations, t.loadWatched} {
+		if err := step(); err != nil {
+			if errors.Is(err, errStreamStop) {
 				return nil
 			}
+			return unfatal(err)
+		}
+	}
+	streams := []func() error{t.runHistory, t.runReplies, t.runUsers}
+	if t.reactionsUsable() {
+		streams = append(streams, t.runReactions)
+	}
+	t.active = len(streams)
+	errs := make([]error, len(streams))
+	var wg sync.WaitGroup
+	for i, run := range streams {
+		wg.Go(func() {
+			errs[i] = run()
+			t.mu.Lock()
+			t.active--
+			t.cond.Broadcast()
+			t.mu.Unlock()
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil && !errors.Is(err, errStreamStop) {
+			return unfatal(err)
 		}
 	}
 	return nil
 }
 
+// unfatal unwraps errFatal for the caller of Tick.
+func unfatal(err error) error {
+	var f errFatal
+	if errors.As(err, &f) {
+		return f.err
+	}
+	return err
+}
+
+// waitForWork blocks until ready (called with mu held) reports work, and returns
+// true; or returns false once no stream is left that could produce any (every other
+// one stopped or waiting too), or the tick is over.
+func (t *tick) waitForWork(ready func() bool) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.active--
+	t.cond.Broadcast()
+	defer func() { t.active++ }()
+	for {
+		if ready() {
+			return true
+		}
+		if t.active == 0 || t.ctx.Err() != nil || t.now().After(t.deadline) {
+			return false
+		}
+		t.cond.Wait()
+	}
+}
+
+// wake tells waiting streams that work was queued; called with mu held.
+func (t *tick) wake() { t.cond.Broadcast() }
+
 func (t *tick) finish(err error) TickSummary {
 	t.sum.Finished = t.now()
+	t.p.carried = append(t.p.carried[:0], t.threadQueue...)
+	why := "the soft deadline passed"
+	if t.replies.stop == "budget:replies_calls" {
+		why = "replies_calls is spent this tick"
+	}
+	for _, ref := range t.locateQueue {
+		t.sum.Errors = append(t.sum.Errors, fmt.Sprintf("%s/%s: not in conversations.history, so it may be a thread reply; finding its thread needs a conversations.replies call and %s", ref.Channel, ref.TS, why))
+	}
+	stop := ""
+	for _, s := range []*stream{t.history, t.replies, t.users, t.reactions} {
+		if s.stop == StopDeadline {
+			stop = StopDeadline
+			break
+		}
+		if stop == "" {
+			stop = s.stop
+		}
+	}
 	switch {
 	case err != nil && errors.Is(err, context.Canceled):
 		t.sum.StopReason = StopShutdown
 	case err != nil:
 		t.sum.StopReason = StopError
 		t.sum.Errors = append(t.sum.Errors, err.Error())
-	case t.stop != "":
-		t.sum.StopReason = t.stop
+	case stop != "":
+		t.sum.StopReason = stop
 	default:
 		t.sum.StopReason = StopComplete
 	}
-	t.estimateRotation()
+	t.estimateStaleness()
 	return t.sum
-}
-
-// rotationWindow is how many recent ticks the tail throughput is averaged over.
-const rotationWindow = 16
-
-// tailSample is one tick's tail throughput: reads over the time since the previous
-// tick ended (the tick itself plus the wait before it, pacing included).
-type tailSample struct {
-	reads int
-	span  time.Duration
-}
-
-// estimateRotation sets Tracked and RotationPeriod: the time the tail rotation takes
-// to re-read every tracked message at the tail throughput of the last ticks, reads
-// per unit of wall time including the pauses between ticks. A single tick is a poor
-// estimate at 1 request per minute: the number of reads before the soft deadline and
-// the wait for the next call vary from tick to tick. 0 means unknown (no tail read in
-// the window).
-func (t *tick) estimateRotation() {
-	tracked := 0
-	_ = t.p.store.View(func(tx Tx) error {
-		return tx.Conversations(func(c Conversation) error {
-			n, err := tx.Counts(c.ID)
-			tracked += n.Tracked
-			return err
-		})
-	})
-	t.sum.Tracked = tracked
-	since := t.sum.Started
-	if !t.p.lastFinished.IsZero() {
-		since = t.p.lastFinished
-	}
-	t.p.lastFinished = t.sum.Finished
-	// The next tick starts no sooner than one interval after this one did.
-	span := max(t.sum.Finished.Sub(since), t.p.cfg.Interval)
-	t.p.tailSamples = append(t.p.tailSamples, tailSample{t.sum.TailRead, span})
-	if len(t.p.tailSamples) > rotationWindow {
-		t.p.tailSamples = t.p.tailSamples[1:]
-	}
-	var reads int
-	span = 0
-	for _, s := range t.p.tailSamples {
-		reads += s.reads
-		span += s.span
-	}
-	if reads == 0 || span <= 0 {
-		return
-	}
-	t.sum.RotationPeriod = time.Duration(float64(span) * float64(tracked) / float64(reads)).Round(time.Second)
-}
-
-// fatal says whether a call's error ends the tick: shutdown (ctx cancelled) and a
-// rejected token do; anything else is recorded by the caller and the sweep goes on.
-func (t *tick) fatal(err error) error {
-	if t.ctx.Err() != nil {
-		return t.ctx.Err()
-	}
-	if ClassOf(err) == ClassToken {
-		return fmt.Errorf("%w: %w (check slack.token / SLACK_BOT_TOKEN and that the app is still installed)", ErrTokenRejected, err)
-	}
-	return nil
 }

@@ -62,11 +62,12 @@ func checkChannel(channel string) error {
 	return nil
 }
 
-// Track adds (channel, ts) to the tracked set. A message never read is stored as a
-// placeholder with no content and no last_polled_at, so the tail rotation reads it
-// first on the next tick. record, if not "", is attached to the message in the same
-// transaction. Tracking again with the same record, or without one, is a no-op; with a
-// different record it fails with ErrRecordConflict. ts must be a valid Slack ts.
+// Track adds (channel, ts) to the watched set: it rotates whatever the tracking
+// horizon, with the watched class's guaranteed share of calls. A message never read is
+// stored as a placeholder with no content and no last_polled_at, so the next tick
+// reads it first. record, if not "", is attached to the message in the same
+// transaction. Tracking again with the same record, or without one, changes nothing;
+// with a different record it fails with ErrRecordConflict. ts must be a valid Slack ts.
 func Track(s Store, channel string, ts TS, record string) error {
 	if err := checkChannel(channel); err != nil {
 		return err
@@ -74,32 +75,44 @@ func Track(s Store, channel string, ts TS, record string) error {
 	if _, err := ParseTS(string(ts)); err != nil {
 		return fmt.Errorf("track: %w", err)
 	}
-	return s.Update(func(tx Tx) error {
-		m, ok, err := tx.Message(channel, ts)
+	return (&writer{store: s}).track(Ref{channel, ts}, record)
+}
+
+// track is Track's transaction.
+func (w *writer) track(ref Ref, record string) error {
+	err := w.update(func(tx Tx) error {
+		m, ok, err := tx.Message(ref.Channel, ref.TS)
 		if err != nil {
 			return err
 		}
 		if !ok {
-			m = Message{Channel: channel, TS: ts}
+			m = Message{Channel: ref.Channel, TS: ref.TS}
 		}
-		if record == "" || m.Record == record {
-			if ok {
-				return nil
+		if err := tx.PutWatched(ref); err != nil {
+			return err
+		}
+		changed := !ok || m.Retired
+		m.Retired = false
+		if record != "" && m.Record != record {
+			if m.Record != "" {
+				return fmt.Errorf("%w: %s %s is already tracked as record %q, not %q", ErrRecordConflict, ref.Channel, ref.TS, m.Record, record)
 			}
-			return tx.PutMessage(m)
+			if other, found, err := tx.Record(record); err != nil {
+				return err
+			} else if found && other != ref {
+				return fmt.Errorf("%w: record %q is already attached to %s %s", ErrRecordConflict, record, other.Channel, other.TS)
+			}
+			m.Record = record
+			if err := tx.PutRecord(record, ref); err != nil {
+				return err
+			}
+			changed = true
 		}
-		if m.Record != "" {
-			return fmt.Errorf("%w: %s %s is already tracked as record %q, not %q", ErrRecordConflict, channel, ts, m.Record, record)
-		}
-		if ref, found, err := tx.Record(record); err != nil {
-			return err
-		} else if found && ref != (Ref{channel, ts}) {
-			return fmt.Errorf("%w: record %q is already attached to %s %s", ErrRecordConflict, record, ref.Channel, ref.TS)
-		}
-		m.Record = record
-		if err := tx.PutRecord(record, Ref{channel, ts}); err != nil {
-			return err
+		if !changed {
+			return nil
 		}
 		return tx.PutMessage(m)
 	})
+	// Track's errors are the caller's to word; storeErr's prefix is the poller's.
+	return unwrapStore(err)
 }

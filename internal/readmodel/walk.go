@@ -5,20 +5,12 @@ package readmodel
 // (resumeWalk). Without resuming, a window deeper than the pages a tick can spend on
 // it — 15 messages a page and a few pages a tick under non_marketplace — would be
 // read from the newest message again every time and its older part never.
-func (t *tick) sweep(ch string) error {
-	var c Conversation
-	err := t.p.store.View(func(tx Tx) error {
-		var err error
-		c, _, err = tx.Conversation(ch)
-		return err
-	})
-	if err != nil {
-		return storeErr(err)
-	}
+func (t *tick) sweep(c Conversation) (fresh int, err error) {
+	ch := c.ID
 	if c.WalkBottom != "" && c.WalkTop != "" {
-		resumed, err := t.resumeWalk(ch, c)
+		resumed, fresh, err := t.resumeWalk(ch, c)
 		if err != nil || resumed {
-			return err
+			return fresh, err
 		}
 		c.CoveredTo, c.WalkTop, c.WalkBottom = c.WalkTop, "", ""
 	}
@@ -26,24 +18,24 @@ func (t *tick) sweep(ch string) error {
 }
 
 // freshWalk pages (now − BulkWindow, now] newest first until the cursor is empty, the
-// history_pages cap is spent or the soft deadline passes. Each page is committed as it
+// history_calls cap is spent or the soft deadline passes. Each page is committed as it
 // arrives (one transaction per page). Only a walk that reached its empty cursor is a
 // complete read of the window (rule 4), which marks missing_since on stored timeline
 // messages it did not return. covered is the conversation's CoveredTo.
-func (t *tick) freshWalk(ch string, covered TS) error {
+func (t *tick) freshWalk(ch string, covered TS) (int, error) {
 	readAt := t.now()
 	oldest := TSFromUnix(readAt.Add(-t.p.cfg.BulkWindow).Unix())
 	w := walk{ch: ch, floor: covered, seen: map[TS]bool{}, provable: true}
 	done, err := t.walk(&w, HistoryRequest{Channel: ch, Oldest: oldest, Limit: HistoryPageLimit})
 	if err != nil || !done {
-		return err
+		return w.fresh, err
 	}
 	if w.provable {
-		if err := t.markMissing(ch, oldest, TSFromUnix(readAt.Unix()), w.seen); err != nil {
-			return err
+		if _, err := t.p.w.markMissing(ch, oldest, TSFromUnix(readAt.Unix()), false, w.seen, false, t.now()); err != nil {
+			return w.fresh, err
 		}
 	}
-	return t.walkDone(ch, w.coveredTop())
+	return w.fresh, t.walkDone(ch, w.coveredTop())
 }
 
 // resumeWalk reads the part of a walk cut short that it did not reach: newest first
@@ -53,21 +45,21 @@ func (t *tick) freshWalk(ch string, covered TS) error {
 // pages were read over several ticks. It reports false, without a call, when nothing
 // is left to read (the window's start moved past the walk's bottom): then the walk is
 // complete and the sweep goes on with a fresh walk.
-func (t *tick) resumeWalk(ch string, c Conversation) (bool, error) {
+func (t *tick) resumeWalk(ch string, c Conversation) (bool, int, error) {
 	floor := TSFromUnix(t.now().Add(-t.p.cfg.BulkWindow).Unix())
 	if floor.Before(c.CoveredTo) {
 		floor = c.CoveredTo
 	}
 	if !floor.Before(c.WalkBottom) {
-		err := t.updateConversation(ch, func(c *Conversation) { c.CoveredTo, c.WalkTop, c.WalkBottom = c.WalkTop, "", "" })
-		return false, err
+		err := t.p.w.updateConversation(ch, func(c *Conversation) { c.CoveredTo, c.WalkTop, c.WalkBottom = c.WalkTop, "", "" })
+		return false, 0, err
 	}
 	w := walk{ch: ch, top: c.WalkTop, bottom: c.WalkBottom, seen: map[TS]bool{}}
 	done, err := t.walk(&w, HistoryRequest{Channel: ch, Oldest: floor, Latest: c.WalkBottom, Limit: HistoryPageLimit})
 	if err != nil || !done {
-		return true, err
+		return true, w.fresh, err
 	}
-	return true, t.walkDone(ch, w.coveredTop())
+	return true, w.fresh, t.walkDone(ch, w.coveredTop())
 }
 
 // walk is one bulk window walk in progress: it has read every message in
@@ -89,29 +81,29 @@ type walk struct {
 	// claims no coverage.
 	gap bool
 	// disordered is set once a page is not newest first: then the lowest ts read
-	// says nothing about what lies above it, and no progress is recorded (see
-	// facts §B1: Slack's paging direction is not documented for every case).
+	// says nothing about what lies above it, and no progress is recorded (Slack does
+	// not document its paging direction for every case).
 	disordered bool
+	// fresh counts the messages the walk stored for the first time.
+	fresh int
 }
 
 // walk pages req until the empty cursor (done), a spent cap, the deadline, an error or
 // a repeated cursor, committing each page and the walk's progress after it.
 func (t *tick) walk(w *walk, req HistoryRequest) (done bool, err error) {
 	for {
-		if t.pastDeadline() {
-			return false, errStopTick
-		}
-		if !t.take(&t.left.HistoryPages, "history_pages") {
-			return false, nil // cut short: proves nothing about absence
-		}
-		t.call(MethodHistory)
-		page, err := t.p.src.History(t.ctx, req)
+		var page Page
+		err := t.do(t.history, func() (err error) {
+			page, err = t.p.src.History(t.ctx, req)
+			return err
+		})
 		if err != nil {
-			if ferr := t.fatal(err); ferr != nil {
-				return false, ferr
+			if ends(err) {
+				return false, err // cut short: proves nothing about absence
 			}
 			return false, t.conversationFailed(w.ch, err)
 		}
+		t.learnPageCap(req.Limit, &page)
 		var unread []TS
 		for _, s := range page.Skipped {
 			if s.TS == "" {
@@ -126,12 +118,14 @@ func (t *tick) walk(w *walk, req HistoryRequest) (done bool, err error) {
 		}
 		// The walk goes on below them: the tail must read them, so they are tracked
 		// as never read if the store does not hold them.
-		if err := t.trackUnread(w.ch, unread); err != nil {
+		if err := t.p.w.trackUnread(w.ch, unread); err != nil {
 			return false, err
 		}
-		if err := t.applyPage(page.Messages, w.seen); err != nil {
+		out, err := t.applyReads(page.Messages, w.seen)
+		if err != nil {
 			return false, err
 		}
+		t.countHeadReads(out, &w.fresh)
 		if err := t.advance(w, &page); err != nil {
 			return false, err
 		}
@@ -158,7 +152,7 @@ func (t *tick) advance(w *walk, page *Page) error {
 	}
 	if w.gap && !w.disordered {
 		w.disordered = true
-		return t.updateConversation(w.ch, func(c *Conversation) { c.WalkTop, c.WalkBottom = "", "" })
+		return t.p.w.updateConversation(w.ch, func(c *Conversation) { c.WalkTop, c.WalkBottom = "", "" })
 	}
 	if w.disordered || w.covered {
 		return nil
@@ -169,7 +163,7 @@ func (t *tick) advance(w *walk, page *Page) error {
 		if i > 0 && !ts.Before(page.Messages[i-1].TS) || w.bottom != "" && !ts.Before(w.bottom) {
 			w.disordered = true
 			t.p.log.Warn("conversations.history page not newest first; this walk resumes from the newest message if cut short", "channel", w.ch)
-			return t.updateConversation(w.ch, func(c *Conversation) { c.WalkTop, c.WalkBottom = "", "" })
+			return t.p.w.updateConversation(w.ch, func(c *Conversation) { c.WalkTop, c.WalkBottom = "", "" })
 		}
 		low = ts
 	}
@@ -181,9 +175,9 @@ func (t *tick) advance(w *walk, page *Page) error {
 		// Below here a complete walk has read everything: the window is covered
 		// through top now, whether or not this walk gets to its empty cursor.
 		w.covered = true
-		return t.updateConversation(w.ch, func(c *Conversation) { c.CoveredTo, c.WalkTop, c.WalkBottom = w.top, "", "" })
+		return t.p.w.updateConversation(w.ch, func(c *Conversation) { c.CoveredTo, c.WalkTop, c.WalkBottom = w.top, "", "" })
 	}
-	return t.updateConversation(w.ch, func(c *Conversation) { c.WalkTop, c.WalkBottom = w.top, w.bottom })
+	return t.p.w.updateConversation(w.ch, func(c *Conversation) { c.WalkTop, c.WalkBottom = w.top, w.bottom })
 }
 
 // coveredTop is the top a complete walk may claim coverage through: none when a
@@ -195,27 +189,11 @@ func (w *walk) coveredTop() TS {
 	return w.top
 }
 
-// trackUnread stores a never-read placeholder for each ts the store does not hold, so
-// the tail reads it exactly (never read sorts first).
-func (t *tick) trackUnread(ch string, tss []TS) error {
-	if len(tss) == 0 {
-		return nil
-	}
-	return storeErr(t.p.store.Update(func(tx Tx) error {
-		for _, ts := range tss {
-			if _, _, err := trackIfAbsent(tx, ch, ts); err != nil {
-				return err
-			}
-		}
-		return nil
-	}))
-}
-
 // walkDone records a walk that reached its empty cursor: the window is read through
 // top (unchanged when the walk read nothing), no walk is pending, and the
 // conversation is swept.
 func (t *tick) walkDone(ch string, top TS) error {
-	err := t.updateConversation(ch, func(c *Conversation) {
+	err := t.p.w.updateConversation(ch, func(c *Conversation) {
 		if top != "" {
 			c.CoveredTo = top
 		}

@@ -15,8 +15,11 @@ func windowPoller(t *testing.T, src rm.Source, pages int) (*rm.Poller, rm.Store,
 	store := openStore(t)
 	clock := &fixedClock{t: epoch}
 	b := defaultBudget()
-	b.HistoryPages, b.TailFetches = pages, 0
-	return rm.NewPoller(store, src, rm.PollerConfig{Conversations: []string{ch}, Budget: b, Now: clock.Now}), store, clock
+	b.HistoryCalls = pages
+	// A head bound of a minute: these tests read the window on every tick, as a busy
+	// conversation would be read.
+	return rm.NewPoller(store, src, rm.PollerConfig{Conversations: []string{ch}, Budget: b, Now: clock.Now,
+		Tracking: rm.TrackingPolicy{HeadMaxAge: time.Minute}}), store, clock
 }
 
 // postN posts n messages a minute apart, the first (oldest) firstSecBefore seconds

@@ -49,6 +49,7 @@ var codeClass = map[string]readmodel.ErrorClass{
 	"channel_is_limited_access": readmodel.ClassConversation,
 	// One item is gone: Slack's final answer for a thread.
 	"thread_not_found": readmodel.ClassItem,
+	"message_not_found": readmodel.ClassItem,
 }
 
 // retryableCodes are Slack error codes that describe a momentary server failure: the

@@ -223,3 +223,34 @@ func (c *Client) MemberConversations(ctx context.Context, types []string, cursor
 	})
 	return out, next, err
 }
+
+// ReactionsGet calls reactions.get (channel, timestamp, full=true) for one message,
+// top-level or reply, and returns it: text, edited, complete reactions and, for a
+// parent, its thread fields. A deleted message fails with message_not_found
+// (ClassItem); an answer without a message, or with an undecodable one, is malformed.
+func (c *Client) ReactionsGet(ctx context.Context, ref readmodel.Ref) (readmodel.Message, error) {
+	var out readmodel.Message
+	err := c.call(ctx, readmodel.MethodReactionsGet, func(ctx context.Context, _ *capture) error {
+		item, err := c.api.GetReactionsContext(ctx, slack.ItemRef{Channel: ref.Channel, Timestamp: string(ref.TS)}, slack.GetReactionsParameters{Full: true})
+		if err != nil {
+			return err
+		}
+		if item.Message == nil || item.Message.Timestamp == "" {
+			return fmt.Errorf("%w: reactions.get answer has no message", errMalformed)
+		}
+		msgs, skipped := convertPage(ref.Channel, []slack.Message{*item.Message})
+		if len(msgs) != 1 {
+			return fmt.Errorf("%w: reactions.get message: %s", errMalformed, joinSkipped(skipped))
+		}
+		out = msgs[0]
+		return nil
+	})
+	return out, err
+}
+
+func joinSkipped(s []readmodel.ItemError) string {
+	if len(s) == 0 {
+		return "undecodable"
+	}
+	return s[0].Err
+}

@@ -67,6 +67,7 @@ var methods = map[string]struct {
 	"conversations.list":    {(*Server).conversationsList, "channels:read,groups:read,im:read,mpim:read"},
 	"users.conversations":   {(*Server).usersConversations, "channels:read,groups:read,im:read,mpim:read"},
 	"users.info":            {(*Server).usersInfo, "users:read"},
+	"reactions.get":         {(*Server).reactionsGet, "reactions:read"},
 }
 
 // answer is a finished response before it is written to a connection.

@@ -40,10 +40,10 @@ type Options struct {
 }
 
 // DefaultScopes are the scopes of the fake's bot token unless Options.Scopes is set:
-// history and read for every conversation type, and users:read.
+// history and read for every conversation type, users:read and reactions:read.
 var DefaultScopes = []string{
 	"channels:history", "channels:read", "groups:history", "groups:read",
-	"im:history", "im:read", "mpim:history", "mpim:read", "users:read",
+	"im:history", "im:read", "mpim:history", "mpim:read", "reactions:read", "users:read",
 }
 
 // Identity of the workspace and of the token's bot.

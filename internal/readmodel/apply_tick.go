@@ -1,0 +1,81 @@
+package readmodel
+
+// applyReads writes messages just read through the writer and does the tick's
+// bookkeeping: threads whose latest_reply moved are queued for the replies stream, the
+// users they name for the users stream; seen, if not nil, collects their ts.
+func (t *tick) applyReads(msgs []Message, seen map[TS]bool) ([]applied, error) {
+	if len(msgs) == 0 {
+		return nil, nil
+	}
+	out, err := t.p.w.applyReads(msgs, t.p.identity, t.now())
+	if err != nil {
+		return nil, err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for i := range out {
+		m := &out[i].Message
+		if seen != nil {
+			seen[m.TS] = true
+		}
+		t.queueThreadLocked(m, out[i].unverified)
+		t.noteUsersLocked(m)
+	}
+	t.sum.MessagesWritten += len(out)
+	return out, nil
+}
+
+// noteUsersLocked queues the users a stored message refers to for resolution; called
+// with mu held.
+func (t *tick) noteUsersLocked(m *Message) {
+	added := false
+	for _, id := range userIDs(m) {
+		if _, ok := t.p.pendingUsers[id]; !ok {
+			t.p.pendingUsers[id] = struct{}{}
+			added = true
+		}
+	}
+	if added {
+		t.wake()
+	}
+}
+
+// queueThreadLocked schedules a thread sync for a parent whose latest_reply moved, or
+// whose stored replies need a whole-thread read to be confirmed (force); called with
+// mu held.
+func (t *tick) queueThreadLocked(m *Message, force bool) {
+	if m.IsReply() || (!force && !needsThreadSync(m)) {
+		return
+	}
+	ref := Ref{m.Channel, m.TS}
+	if t.queued[ref] {
+		return
+	}
+	t.queued[ref] = true
+	t.threadQueue = append(t.threadQueue, threadCandidate{Ref: ref, latestReply: m.LatestReply})
+	t.wake()
+}
+
+// queueLocate hands a never-read tracked message that a complete history read did not
+// return to the replies stream, which finds its thread; history does not read it
+// again meanwhile.
+func (t *tick) queueLocate(refs []Ref) {
+	if len(refs) == 0 {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, ref := range refs {
+		if !t.p.unlocated[ref] {
+			t.p.unlocated[ref] = true
+			t.locateQueue = append(t.locateQueue, ref)
+		}
+	}
+	t.wake()
+}
+
+func (t *tick) isUnlocated(ref Ref) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.p.unlocated[ref]
+}

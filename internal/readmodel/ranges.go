@@ -1,0 +1,356 @@
+package readmodel
+
+import (
+	"slices"
+	"time"
+)
+
+// span is a tail range: the stored timeline messages of one conversation from oldest
+// to latest (both included), at most a page of them, re-read with one
+// conversations.history call (oldest, latest, inclusive, limit = the page size).
+type span struct {
+	ch             string
+	oldest, latest TS
+	anchor         Ref
+	// refs are the stored timeline messages the range covers; due those of them
+	// the rotation wanted.
+	refs    []Ref
+	due     int
+	watched int
+	value   float64 // the staleness it fixes: the due messages' ages, in seconds
+}
+
+// historyDue reports whether the history stream should re-read m this tick: a tracked
+// timeline message of an eligible conversation not read since the tick started (a
+// last read in the future means the clock was set back: due), not backing off, not
+// waiting for locate, not tried already this tick.
+func (t *tick) historyDue(m *Message) bool {
+	if !m.IsTracked() || !m.InTimeline() {
+		return false
+	}
+	ref := Ref{m.Channel, m.TS}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.eligible[m.Channel] || t.tried[ref] || t.p.unlocated[ref] || t.p.tailBackoff[ref].until > t.p.tickNo {
+		return false
+	}
+	return m.LastPolledAt == nil || m.LastPolledAt.Before(t.start) || m.LastPolledAt.After(t.now())
+}
+
+// age is how stale m is, for comparing ranges and heads.
+func (t *tick) age(m *Message, now time.Time) time.Duration {
+	if m.LastPolledAt == nil || m.LastPolledAt.After(now) {
+		return neverAge
+	}
+	return now.Sub(*m.LastPolledAt)
+}
+
+// pastHorizon reports whether the tracking policy retires m: not watched and older
+// than the horizon (by its ts, Slack's clock).
+func (t *tick) pastHorizon(m *Message, now time.Time) bool {
+	h := t.p.cfg.Tracking.Horizon
+	if h <= 0 || t.isWatched(Ref{m.Channel, m.TS}) {
+		return false
+	}
+	sec, _, ok := m.TS.Parts()
+	return ok && now.Sub(time.Unix(int64(min(sec, 1<<62)), 0)) > h
+}
+
+func (t *tick) isWatched(ref Ref) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.watched[ref]
+}
+
+// tailAnchor returns the least recently read tracked message due for a history
+// re-read, walking the tail index from its oldest entry. Entries past the tracking
+// horizon met on the way are retired (they leave the index).
+func (t *tick) tailAnchor() (Message, bool, error) {
+	now := t.now()
+	var found Message
+	var ok bool
+	var retire []Ref
+	err := t.p.store.View(func(tx Tx) error {
+		var ierr error
+		_, err := tx.TailOldest(1, func(e TailEntry) bool {
+			if ok || ierr != nil || !t.isEligible(e.Channel) {
+				return true
+			}
+			m, has, err := tx.Message(e.Channel, e.TS)
+			if err != nil {
+				ierr = err
+				return true
+			}
+			if !has || !t.historyDue(&m) {
+				return true
+			}
+			if t.pastHorizon(&m, now) {
+				retire = append(retire, e.Ref)
+				return true
+			}
+			found, ok = m, true
+			return false
+		})
+		if err != nil {
+			return err
+		}
+		return ierr
+	})
+	if err != nil {
+		return Message{}, false, storeErr(err)
+	}
+	if err := t.p.w.retire(retire); err != nil {
+		return Message{}, false, err
+	}
+	return found, ok, nil
+}
+
+// watchedAnchor returns the least recently read watched timeline message due for a
+// history re-read.
+func (t *tick) watchedAnchor() (Message, bool, error) {
+	t.mu.Lock()
+	refs := make([]Ref, 0, len(t.watched))
+	for r := range t.watched {
+		refs = append(refs, r)
+	}
+	t.mu.Unlock()
+	now := t.now()
+	var best Message
+	var ok bool
+	err := t.p.store.View(func(tx Tx) error {
+		for _, r := range refs {
+			m, has, err := tx.Message(r.Channel, r.TS)
+			if err != nil {
+				return err
+			}
+			if !has || !t.historyDue(&m) {
+				continue
+			}
+			if !ok || t.age(&m, now) > t.age(&best, now) {
+				best, ok = m, true
+			}
+		}
+		return nil
+	})
+	return best, ok, storeErr(err)
+}
+
+// pickRange chooses the tail range that contains anchor and fixes the most staleness:
+// of the windows of a page of consecutive stored timeline messages around it, the one
+// whose due messages are the oldest in sum (with watchedFirst, the one with the most
+// due watched messages first).
+func (t *tick) pickRange(anchor Message, watchedFirst bool) (span, error) {
+	p := t.pageSize()
+	var list []Message
+	err := t.p.store.View(func(tx Tx) error {
+		before, err := tx.TimelineBefore(anchor.Channel, anchor.TS, p-1)
+		if err != nil {
+			return err
+		}
+		slices.Reverse(before)
+		list = before
+		return tx.Timeline(anchor.Channel, anchor.TS, "", func(m Message) error {
+			list = append(list, m)
+			if len(list) >= len(before)+p {
+				return ErrStopIteration
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return span{}, storeErr(err)
+	}
+	a := slices.IndexFunc(list, func(m Message) bool { return m.TS == anchor.TS })
+	if a < 0 { // the anchor is not in the timeline (a placeholder is): read it alone
+		list, a = []Message{anchor}, 0
+	}
+	now := t.now()
+	vals := make([]float64, len(list))
+	due := make([]bool, len(list))
+	watched := make([]bool, len(list))
+	for i := range list {
+		m := &list[i]
+		if due[i] = i == a || t.historyDue(m); due[i] {
+			vals[i] = t.age(m, now).Seconds()
+			watched[i] = t.isWatched(Ref{m.Channel, m.TS})
+		}
+	}
+	best, bestScore := -1, 0.0
+	for i := max(0, a-p+1); i <= a; i++ {
+		j := min(i+p, len(list))
+		score, nw := 0.0, 0
+		for k := i; k < j; k++ {
+			score += vals[k]
+			if watched[k] {
+				nw++
+			}
+		}
+		if watchedFirst {
+			score += float64(nw) * float64(neverAge/time.Second) * float64(p)
+		}
+		if best < 0 || score > bestScore {
+			best, bestScore = i, score
+		}
+	}
+	j := min(best+p, len(list))
+	sp := span{ch: anchor.Channel, oldest: list[best].TS, latest: list[j-1].TS, anchor: Ref{anchor.Channel, anchor.TS}}
+	for k := best; k < j; k++ {
+		sp.refs = append(sp.refs, Ref{list[k].Channel, list[k].TS})
+		if due[k] {
+			sp.due++
+			sp.value += vals[k]
+			if watched[k] {
+				sp.watched++
+			}
+		}
+	}
+	return sp, nil
+}
+
+// readRange re-reads a tail range: conversations.history from oldest to latest,
+// inclusive, a page at a time to the empty cursor. Every message returned is applied
+// (rule 1). A read to its empty cursor is complete for the range: a stored message in
+// it that did not come back is marked missing (rule 4), or, if it was never read,
+// handed to locate. A page cut short of the limit teaches the page cap and ends the
+// read (what came back is applied; the next range is sized to the cap). A read cut
+// short otherwise applies what it read and marks nothing.
+func (t *tick) readRange(sp *span) error {
+	t.mu.Lock()
+	t.tried[sp.anchor] = true
+	t.mu.Unlock()
+	before, _, err := t.message(sp.anchor)
+	if err != nil {
+		return err
+	}
+	req := HistoryRequest{Channel: sp.ch, Oldest: sp.oldest, Latest: sp.latest, Inclusive: true, Limit: t.pageSize()}
+	seen := map[TS]bool{}
+	provable, complete := true, false
+	for {
+		var page Page
+		err := t.do(t.history, func() (err error) {
+			page, err = t.p.src.History(t.ctx, req)
+			return err
+		})
+		if err != nil {
+			if ends(err) {
+				t.countRange(sp, seen, false)
+				return err
+			}
+			if ClassOf(err) == ClassConversation {
+				return t.conversationFailed(sp.ch, err)
+			}
+			t.skip("%s: re-reading %s to %s: %v", sp.ch, sp.oldest, sp.latest, err)
+			break
+		}
+		learned := t.learnPageCap(req.Limit, &page)
+		var unread []TS
+		for _, s := range page.Skipped {
+			if s.TS == "" {
+				provable = false
+				continue
+			}
+			seen[s.TS] = true // unreadable, not absent
+			unread = append(unread, s.TS)
+		}
+		if len(page.Skipped) > 0 {
+			t.skip("%s: %d undecodable message(s): %s", sp.ch, len(page.Skipped), joinErrs(page.Skipped))
+		}
+		if err := t.p.w.trackUnread(sp.ch, unread); err != nil {
+			return err
+		}
+		if _, err := t.applyReads(inSpan(page.Messages, sp), seen); err != nil {
+			return err
+		}
+		if page.NextCursor == "" {
+			complete = true
+			break
+		}
+		if learned {
+			break
+		}
+		if page.NextCursor == req.Cursor {
+			t.skip("%s: conversations.history returned the cursor it was given; range left incomplete", sp.ch)
+			break
+		}
+		req.Cursor = page.NextCursor
+	}
+	if complete && provable {
+		placeholders, err := t.p.w.markMissing(sp.ch, sp.oldest, sp.latest, true, seen, true, t.now())
+		if err != nil {
+			return err
+		}
+		t.queueLocate(placeholders)
+	}
+	t.countRange(sp, seen, complete && provable)
+	return t.noteProgress(sp.anchor, &before)
+}
+
+// inSpan keeps the messages of a page inside the range: Slack honours oldest and
+// latest, but a message outside them would be a read the range did not ask for.
+func inSpan(msgs []Message, sp *span) []Message {
+	out := msgs[:0:0]
+	for _, m := range msgs {
+		if m.Channel == sp.ch && !m.TS.Before(sp.oldest) && !sp.latest.Before(m.TS) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// countRange adds the tracked messages a range re-read to the tick's throughput.
+func (t *tick) countRange(sp *span, seen map[TS]bool, complete bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, r := range sp.refs {
+		if complete || seen[r.TS] {
+			t.reads++
+			if t.watched[r] {
+				t.watchedReads++
+			}
+		}
+	}
+	t.sum.TailRead += len(sp.refs)
+}
+
+// message reads the stored message ref in a read transaction of its own.
+func (t *tick) message(ref Ref) (Message, bool, error) {
+	var m Message
+	var ok bool
+	err := t.p.store.View(func(tx Tx) error {
+		var err error
+		m, ok, err = tx.Message(ref.Channel, ref.TS)
+		return err
+	})
+	return m, ok, storeErr(err)
+}
+
+// noteProgress backs off a tail entry whose read advanced nothing — still in the
+// rotation and not read since before (an undecodable message, a failing read) — for 2,
+// 4, … up to 64 ticks, so that it cannot take a history call on every tick; a read
+// that advances it ends the backoff. before is the message as stored before the read.
+func (t *tick) noteProgress(ref Ref, before *Message) error {
+	m, ok, err := t.message(ref)
+	if err != nil {
+		return err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	stuck := ok && m.IsTracked() && !t.p.unlocated[ref] && sameTime(m.LastPolledAt, before.LastPolledAt)
+	if !stuck {
+		delete(t.p.tailBackoff, ref)
+		return nil
+	}
+	b := t.p.tailBackoff[ref]
+	b.fails++
+	b.until = t.p.tickNo + 1<<min(b.fails, 6)
+	t.p.tailBackoff[ref] = b
+	return nil
+}
+
+func sameTime(a, b *time.Time) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Equal(*b)
+}
+

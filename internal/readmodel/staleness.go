@@ -1,0 +1,109 @@
+package readmodel
+
+import (
+	"math"
+	"slices"
+	"time"
+)
+
+// rotationWindow is how many recent ticks the throughput is averaged over.
+const rotationWindow = 16
+
+// rotationSample is one tick's throughput: tracked messages re-read, watched ones, and
+// threads re-read, over the time since the previous tick ended (the tick itself plus
+// the wait before it, pacing included).
+type rotationSample struct {
+	reads, watched, threads int
+	span                    time.Duration
+}
+
+// estimateStaleness fills the tick's Staleness. A single tick is a poor estimate at 1
+// request per minute: the calls before the soft deadline and the wait for the next
+// vary from tick to tick; so the rotation periods are the class sizes over the
+// throughput of the last ticks, including the pauses between them.
+func (t *tick) estimateStaleness() {
+	st := &t.sum.Staleness
+	now := t.sum.Finished
+	var counts ChannelCounts
+	var parents, replies int
+	st.HeadAges = map[string]time.Duration{}
+	_ = t.p.store.View(func(tx Tx) error {
+		return tx.Conversations(func(c Conversation) error {
+			n, err := tx.Counts(c.ID)
+			counts.Messages += n.Messages
+			counts.Tracked += n.Tracked
+			parents += n.Threads
+			if t.eligible[c.ID] && c.HeadReadAt != nil {
+				st.HeadAges[c.ID] = max(now.Sub(*c.HeadReadAt), 0).Round(time.Second)
+			}
+			return err
+		})
+	})
+	replies = max(counts.Messages-counts.Tracked, 0)
+	st.Tracked, st.Threads, st.Watched = counts.Tracked, parents, len(t.watched)
+	st.PageCap = t.p.pageCap
+
+	since := t.sum.Started
+	if !t.p.lastFinished.IsZero() {
+		since = t.p.lastFinished
+	}
+	t.p.lastFinished = now
+	span := max(now.Sub(since), t.p.cfg.Interval)
+	t.p.samples = append(t.p.samples, rotationSample{t.reads, t.watchedReads, t.threadReads, span})
+	if len(t.p.samples) > rotationWindow {
+		t.p.samples = t.p.samples[1:]
+	}
+	var total rotationSample
+	for _, s := range t.p.samples {
+		total.reads += s.reads
+		total.watched += s.watched
+		total.threads += s.threads
+		total.span += s.span
+	}
+	period := func(n, reads int) time.Duration {
+		if n == 0 || reads == 0 {
+			return 0
+		}
+		return time.Duration(float64(total.span) * float64(n) / float64(reads)).Round(time.Second)
+	}
+	st.RotationPeriod = period(st.Tracked, total.reads)
+	if th := period(st.Threads, total.threads); th > st.RotationPeriod || (st.Threads > 0 && total.threads == 0) {
+		st.RotationPeriod = th
+	}
+	st.WatchedRotation = period(st.Watched, total.watched)
+	st.PhysicalLimit = PhysicalLimit(t.p.cfg.Rates, max(t.p.pageCap, 1), st.Tracked, parents, replies)
+}
+
+// PhysicalLimit is the least time in which rates (requests per minute per method)
+// allow re-reading messages top-level messages and the threads of parents parents
+// holding replies replies in all, with page messages a page: ⌈messages ÷ page⌉
+// conversations.history calls and about parents + replies ÷ page
+// conversations.replies calls (Σ⌈(replies + 1) ÷ page⌉ over the threads), the two
+// methods running at once. page 1 stands for an unknown page cap.
+func PhysicalLimit(rates map[string]float64, page, messages, parents, replies int) time.Duration {
+	if page <= 1 {
+		page = HistoryPageLimit
+	}
+	calls := func(n int, method string) time.Duration {
+		r := rates[method]
+		if r <= 0 || n == 0 {
+			return 0
+		}
+		return time.Duration(float64(n) / r * float64(time.Minute))
+	}
+	history := calls(int(math.Ceil(float64(messages)/float64(page))), MethodHistory)
+	repl := calls(parents+replies/page, MethodReplies)
+	return max(history, repl).Round(time.Second)
+}
+
+func sortRefs(refs []Ref) {
+	slices.SortFunc(refs, func(a, b Ref) int {
+		if a.Channel != b.Channel {
+			if a.Channel < b.Channel {
+				return -1
+			}
+			return 1
+		}
+		return a.TS.Compare(b.TS)
+	})
+}

@@ -1,0 +1,406 @@
+package readmodel
+
+import (
+	"slices"
+	"sync"
+	"time"
+)
+
+// writer is the one place the poller writes the model: every method is one store
+// transaction that applies the replace-on-read rules to what a read returned, so a
+// crash leaves each read applied whole or not at all. The streams of a tick call it
+// concurrently; bbolt runs one write transaction at a time, and mu keeps the
+// read-modify-write of each method whole for stores that do not.
+type writer struct {
+	store Store
+	mu    sync.Mutex
+}
+
+func (w *writer) update(fn func(Tx) error) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return storeErr(w.store.Update(fn))
+}
+
+// applied is one message as stored after a read, with what the read implies next.
+type applied struct {
+	Message
+	// unverified: stored replies no whole-thread read vouches for (see
+	// unverifiedReplies): the thread must be read even if the watermark agrees.
+	unverified bool
+	// fresh: the store did not hold the message before (or only as a never-read
+	// placeholder): a new message for the head's arrival rate.
+	fresh bool
+}
+
+// applyReads writes messages just read (rule 1: each replaced whole), tracks the
+// parent of a reply the store lacks, and reports each result.
+func (w *writer) applyReads(msgs []Message, id *Identity, now time.Time) ([]applied, error) {
+	var out []applied
+	err := w.update(func(tx Tx) error {
+		out = out[:0]
+		for _, read := range msgs {
+			old, had, err := tx.Message(read.Channel, read.TS)
+			if err != nil {
+				return err
+			}
+			var prev *Message
+			if had {
+				prev = &old
+			}
+			m := merge(prev, read, id, now)
+			if err := tx.PutMessage(m); err != nil {
+				return err
+			}
+			if err := trackParent(tx, &m); err != nil {
+				return err
+			}
+			u, err := unverifiedReplies(tx, &m)
+			if err != nil {
+				return err
+			}
+			out = append(out, applied{Message: m, unverified: u, fresh: !had || old.LastPolledAt == nil})
+		}
+		return nil
+	})
+	return out, err
+}
+
+// trackUnread stores a never-read placeholder for each ts the store does not hold, so
+// the tail reads it (never read sorts first).
+func (w *writer) trackUnread(ch string, tss []TS) error {
+	if len(tss) == 0 {
+		return nil
+	}
+	return w.update(func(tx Tx) error {
+		for _, ts := range tss {
+			if _, _, err := trackIfAbsent(tx, ch, ts); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// markMissing applies rule 4 after a complete read of the timeline range from oldest
+// to latest (oldest excluded unless inclusive): stored timeline messages in it that
+// the read did not return get missing_since (kept if already set); nothing else is
+// changed or erased. touch also advances their last_polled_at: a range read re-reads
+// them, and a message absent from it must not stay first in the rotation. Never-read
+// placeholders are left alone and returned: a complete history read missing them may
+// mean a thread reply, which only conversations.replies can tell (locate).
+func (w *writer) markMissing(ch string, oldest, latest TS, inclusive bool, seen map[TS]bool, touch bool, now time.Time) (placeholders []Ref, err error) {
+	err = w.update(func(tx Tx) error {
+		placeholders = placeholders[:0]
+		var gone []Message
+		err := tx.Timeline(ch, oldest, latest, func(m Message) error {
+			if seen[m.TS] || (!inclusive && m.TS == oldest) {
+				return nil
+			}
+			if m.LastPolledAt == nil && touch {
+				placeholders = append(placeholders, Ref{ch, m.TS})
+				return nil
+			}
+			if m.MissingSince == nil || touch {
+				gone = append(gone, m)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, m := range gone {
+			if m.MissingSince == nil {
+				m.MissingSince = &now
+			}
+			if touch {
+				m.LastPolledAt = &now
+			}
+			if err := tx.PutMessage(m); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return placeholders, err
+}
+
+// markGone records that a complete read covering ref did not return it: missing_since
+// is set (kept if already set) and last_polled_at advances; the content stays.
+func (w *writer) markGone(ref Ref, now time.Time) error {
+	return w.update(func(tx Tx) error {
+		m, ok, err := tx.Message(ref.Channel, ref.TS)
+		if err != nil || !ok {
+			return err
+		}
+		if m.MissingSince == nil {
+			m.MissingSince = &now
+		}
+		m.LastPolledAt = &now
+		return tx.PutMessage(m)
+	})
+}
+
+// writeThread replaces a fully read thread in one transaction: stale replies deleted,
+// every reply replaced whole, the parent refreshed from its own element, and the
+// parent's reply watermark put last. It returns the messages written.
+func (w *writer) writeThread(parent Ref, latestReply TS, r *threadRead, id *Identity, now time.Time) ([]Message, error) {
+	var written []Message
+	err := w.update(func(tx Tx) error {
+		written = written[:0]
+		stored, err := tx.Replies(parent.Channel, parent.TS)
+		if err != nil {
+			return err
+		}
+		for _, old := range stored {
+			if _, ok := r.byTS[old.TS]; !ok && !r.keep[old.TS] {
+				if err := dropReply(tx, old, now); err != nil {
+					return err
+				}
+			}
+		}
+		for _, read := range r.replies {
+			if read.ThreadTS == "" {
+				read.ThreadTS = parent.TS // a reply always belongs to the thread it came from
+			}
+			m, err := applyRead(tx, read, id, now)
+			if err != nil {
+				return err
+			}
+			written = append(written, m)
+		}
+		p, ok, err := tx.Message(parent.Channel, parent.TS)
+		if err != nil {
+			return err
+		}
+		watermark := latestReply
+		if r.parent != nil {
+			var prev *Message
+			if ok {
+				prev = &p
+			}
+			p = merge(prev, *r.parent, id, now)
+			watermark = r.parent.LatestReply
+			written = append(written, p)
+		} else if !ok {
+			p = Message{Channel: parent.Channel, TS: parent.TS, ThreadTS: parent.TS, LatestReply: latestReply}
+		}
+		p.ReplyWatermark = watermark
+		p.ThreadSyncedAt = &now
+		return tx.PutMessage(p)
+	})
+	return written, err
+}
+
+// threadGone applies thread_not_found, Slack's final answer that the thread is gone:
+// the reply set becomes empty, the parent is marked deleted, and its watermark becomes
+// its last read latest_reply so the thread is not asked for again.
+func (w *writer) threadGone(parent Ref, now time.Time) error {
+	return w.update(func(tx Tx) error {
+		stored, err := tx.Replies(parent.Channel, parent.TS)
+		if err != nil {
+			return err
+		}
+		for _, old := range stored {
+			if err := dropReply(tx, old, now); err != nil {
+				return err
+			}
+		}
+		p, ok, err := tx.Message(parent.Channel, parent.TS)
+		if err != nil || !ok {
+			return err
+		}
+		p.Deleted = true
+		p.ThreadGone = true
+		p.ReplyWatermark = p.LatestReply
+		return tx.PutMessage(p)
+	})
+}
+
+// adoptReply writes, in one transaction, what locate learned: the reply (as read, or
+// the placeholder moved under threadTS) and its parent (as read, or a never-read
+// placeholder when the store does not hold it). It returns the messages written and
+// the parent when the store holds it read, with whether its thread must be read even
+// if its watermark agrees (force).
+func (w *writer) adoptReply(ref Ref, threadTS TS, self, parent *Message, id *Identity, now time.Time) (written []Message, thread *Message, force bool, err error) {
+	err = w.update(func(tx Tx) error {
+		written, thread, force = written[:0], nil, self == nil
+		if self != nil {
+			m, err := applyRead(tx, *self, id, now)
+			if err != nil {
+				return err
+			}
+			written = append(written, m)
+		} else {
+			m, ok, err := tx.Message(ref.Channel, ref.TS)
+			if err != nil || !ok {
+				return err
+			}
+			m.ThreadTS = threadTS
+			if err := tx.PutMessage(m); err != nil {
+				return err
+			}
+		}
+		if parent != nil {
+			m, err := applyRead(tx, *parent, id, now)
+			if err != nil {
+				return err
+			}
+			unverified, err := unverifiedReplies(tx, &m)
+			if err != nil {
+				return err
+			}
+			force = force || unverified
+			written = append(written, m)
+			thread = &written[len(written)-1]
+			return nil
+		}
+		p, ok, err := trackIfAbsent(tx, ref.Channel, threadTS)
+		if ok {
+			thread = &p
+		}
+		return err
+	})
+	return written, thread, force, err
+}
+
+// updateConversation applies fn to the stored conversation id in one transaction.
+func (w *writer) updateConversation(id string, fn func(*Conversation)) error {
+	return w.update(func(tx Tx) error {
+		c, ok, err := tx.Conversation(id)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			c = Conversation{ID: id, Status: StatusPending}
+		}
+		fn(&c)
+		return tx.PutConversation(c)
+	})
+}
+
+// ensureConversations stores every configured conversation not stored yet and
+// returns the configured and discovered ones.
+func (w *writer) ensureConversations(configured []string) ([]Conversation, error) {
+	var convs []Conversation
+	err := w.update(func(tx Tx) error {
+		convs = convs[:0]
+		for _, id := range configured {
+			if _, ok, err := tx.Conversation(id); err != nil {
+				return err
+			} else if !ok {
+				if err := tx.PutConversation(Conversation{ID: id, Status: StatusPending}); err != nil {
+					return err
+				}
+			}
+		}
+		return tx.Conversations(func(c Conversation) error {
+			if c.Discovered || slices.Contains(configured, c.ID) {
+				convs = append(convs, c)
+			}
+			return nil
+		})
+	})
+	return convs, err
+}
+
+// putDiscovered stores what users.conversations listed: new conversations as pending
+// and discovered, every one's info refreshed.
+func (w *writer) putDiscovered(found []ConversationInfo, now time.Time) error {
+	return w.update(func(tx Tx) error {
+		for _, info := range found {
+			c, ok, err := tx.Conversation(info.ID)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				c = Conversation{ID: info.ID, Status: StatusPending, Discovered: true}
+			}
+			applyInfo(&c, info, now)
+			if err := tx.PutConversation(c); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// retire takes messages the tracking policy no longer rotates out of the rotation;
+// they keep their content. A message that became watched meanwhile is left alone.
+func (w *writer) retire(refs []Ref) error {
+	return w.update(func(tx Tx) error {
+		for _, ref := range refs {
+			m, ok, err := tx.Message(ref.Channel, ref.TS)
+			if err != nil {
+				return err
+			}
+			watched, err := tx.IsWatched(ref)
+			if err != nil {
+				return err
+			}
+			if !ok || watched || m.Retired || m.IsReply() {
+				continue
+			}
+			m.Retired = true
+			if err := tx.PutMessage(m); err != nil {
+				return err
+			}
+			c, ok, err := tx.Conversation(ref.Channel)
+			if err != nil || !ok {
+				return err
+			}
+			if c.RetiredTo.Before(ref.TS) {
+				c.RetiredTo = ref.TS
+				if err := tx.PutConversation(c); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// unretire brings the retired messages of ch newer than cutoff ("" for all) back into
+// the rotation, after the horizon grew, and lowers RetiredTo to match.
+func (w *writer) unretire(ch string, cutoff TS) (int, error) {
+	n := 0
+	err := w.update(func(tx Tx) error {
+		n = 0
+		c, ok, err := tx.Conversation(ch)
+		if err != nil || !ok || c.RetiredTo == "" {
+			return err
+		}
+		var back []Message
+		err = tx.Timeline(ch, cutoff, c.RetiredTo, func(m Message) error {
+			if m.Retired && (cutoff == "" || cutoff.Before(m.TS)) {
+				back = append(back, m)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, m := range back {
+			m.Retired = false
+			if err := tx.PutMessage(m); err != nil {
+				return err
+			}
+		}
+		n = len(back)
+		c.RetiredTo = cutoff
+		return tx.PutConversation(c)
+	})
+	return n, err
+}
+
+func (w *writer) putUser(u User) error {
+	return w.update(func(tx Tx) error { return tx.PutUser(u) })
+}
+
+func (w *writer) putIdentity(id Identity) error {
+	return w.update(func(tx Tx) error { return tx.PutIdentity(id) })
+}
+
+func (w *writer) putLastTick(s TickSummary) error {
+	return w.update(func(tx Tx) error { return tx.PutLastTick(s) })
+}
