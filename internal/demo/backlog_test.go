@@ -41,7 +41,7 @@ func TestNonMarketplaceBacklogDeeperThanATickIsReadWhole(t *testing.T) {
 		fake, rates := nonMarketplaceFake(t)
 		convs := backlogWorkspace(t, fake)
 		store := openTestStore(t)
-		p := rm.NewPoller(store, fakeSource(t, fake, rates, store), rm.PollerConfig{Conversations: convs, Budget: defaultBudget})
+		p := rm.NewPoller(store, fakeSource(t, fake, rates, store), rm.PollerConfig{Conversations: convs, Budget: defaultBudget, Rates: rates})
 		runFor(t, p, 3*time.Hour)
 		requireMatchesWorkspace(t, store, fake, convs)
 	})
@@ -55,7 +55,7 @@ func TestNonMarketplaceBacklogWithAnUndecodableMessageIsReadWhole(t *testing.T) 
 		fake, rates := nonMarketplaceFake(t)
 		convs := backlogWorkspace(t, fake)
 		store := openTestStore(t)
-		p := rm.NewPoller(store, &faultOnResume{Source: fakeSource(t, fake, rates, store), fake: fake}, rm.PollerConfig{Conversations: convs, Budget: defaultBudget, OnTick: func(s rm.TickSummary) {
+		p := rm.NewPoller(store, &faultOnResume{Source: fakeSource(t, fake, rates, store), fake: fake}, rm.PollerConfig{Conversations: convs, Budget: defaultBudget, Rates: rates, OnTick: func(s rm.TickSummary) {
 			if len(s.Errors) > 0 {
 				t.Logf("%s calls %v stop %s errors %q", s.Started.Format("15:04"), s.Calls, s.StopReason, s.Errors)
 			}

@@ -205,6 +205,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		ticks = make(chan rm.TickSummary, 16)
 	)
 	poller := rm.NewPoller(store, src, rm.PollerConfig{
+		Rates:         rates,
 		Conversations: convs, Budget: o.Budget, Interval: o.Interval,
 		SoftDeadline: 30 * time.Second, BulkWindow: window, UserCacheTTL: o.UserCacheTTL,
 		InfoRefresh: o.InfoRefresh, Logger: o.Log,

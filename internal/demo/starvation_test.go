@@ -42,7 +42,7 @@ func TestNonMarketplaceSixChannelsConverge(t *testing.T) {
 		for i, id := range convs {
 			must(t, rm.Track(store, id, older[i], ""))
 		}
-		p := rm.NewPoller(store, fakeSource(t, fake, rates, store), rm.PollerConfig{Conversations: convs, Budget: defaultBudget})
+		p := rm.NewPoller(store, fakeSource(t, fake, rates, store), rm.PollerConfig{Conversations: convs, Budget: defaultBudget, Rates: rates})
 		runFor(t, p, 3*time.Hour)
 
 		requireMatchesWorkspace(t, store, fake, convs)

@@ -116,6 +116,7 @@ func New(t testing.TB, opts Options) *Fixture {
 	must(t, err)
 	p := rm.NewPoller(store, src, rm.PollerConfig{
 		Conversations: f.Configured,
+		Rates:         rates,
 		Budget:        rm.Budget{HistoryCalls: 33, RepliesCalls: 12, UsersInfoCalls: 20, ReactionsCalls: 25},
 		Interval:      Interval,
 		Now:           clock.Now,

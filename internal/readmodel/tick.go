@@ -27,7 +27,7 @@ type tick struct {
 
 	// The streams, one per method. The setup methods (auth.test, users.conversations,
 	// conversations.info) are called in turn before the others start, uncapped.
-	setup                             map[string]*stream
+	setup                              map[string]*stream
 	history, replies, users, reactions *stream
 
 	mu   sync.Mutex
@@ -68,20 +68,20 @@ func newTick(p *Poller, ctx context.Context) *tick {
 	b := p.cfg.Budget
 	t := &tick{
 		p: p, ctx: ctx, start: now, deadline: now.Add(p.cfg.SoftDeadline),
-		setup:       map[string]*stream{},
-		history:     &stream{method: MethodHistory, capName: "history_calls", left: b.HistoryCalls},
-		replies:     &stream{method: MethodReplies, capName: "replies_calls", left: b.RepliesCalls},
-		users:       &stream{method: MethodUsersInfo, capName: "users_info_calls", left: b.UsersInfoCalls},
-		reactions:   &stream{method: MethodReactionsGet, capName: "reactions_calls", left: b.ReactionsCalls},
-		sum:         TickSummary{Started: now, Calls: map[string]int{}},
-		eligible:    map[string]bool{},
-		headDone:    map[string]bool{},
-		queued:      map[Ref]bool{},
-		tried:       map[Ref]bool{},
-		triedThreads: map[Ref]bool{},
-		watched:     map[Ref]bool{},
+		setup:          map[string]*stream{},
+		history:        &stream{method: MethodHistory, capName: "history_calls", left: b.HistoryCalls},
+		replies:        &stream{method: MethodReplies, capName: "replies_calls", left: b.RepliesCalls},
+		users:          &stream{method: MethodUsersInfo, capName: "users_info_calls", left: b.UsersInfoCalls},
+		reactions:      &stream{method: MethodReactionsGet, capName: "reactions_calls", left: b.ReactionsCalls},
+		sum:            TickSummary{Started: now, Calls: map[string]int{}},
+		eligible:       map[string]bool{},
+		headDone:       map[string]bool{},
+		queued:         map[Ref]bool{},
+		tried:          map[Ref]bool{},
+		triedThreads:   map[Ref]bool{},
+		watched:        map[Ref]bool{},
 		watchedThreads: map[Ref]bool{},
-		failedUsers: map[string]bool{},
+		failedUsers:    map[string]bool{},
 	}
 	t.cond = sync.NewCond(&t.mu)
 	for _, c := range p.carried {

@@ -48,7 +48,7 @@ var codeClass = map[string]readmodel.ErrorClass{
 	// conversations.history: "channel is limited access" — per conversation too.
 	"channel_is_limited_access": readmodel.ClassConversation,
 	// One item is gone: Slack's final answer for a thread.
-	"thread_not_found": readmodel.ClassItem,
+	"thread_not_found":  readmodel.ClassItem,
 	"message_not_found": readmodel.ClassItem,
 }
 
