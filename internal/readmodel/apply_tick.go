@@ -1,13 +1,26 @@
 package readmodel
 
+import "time"
+
 // applyReads writes messages just read through the writer and does the tick's
 // bookkeeping: threads whose latest_reply moved are queued for the replies stream, the
 // users they name for the users stream; seen, if not nil, collects their ts.
-func (t *tick) applyReads(msgs []Message, seen map[TS]bool) ([]applied, error) {
+func (t *tick) applyReads(msgs []Message, seen map[TS]bool, started time.Time) ([]applied, error) {
 	if len(msgs) == 0 {
 		return nil, nil
 	}
-	out, err := t.p.w.applyReads(msgs, t.p.identity, t.now())
+	// Seen whether or not it is written: a newer read stored meanwhile, or a parent
+	// deferred to its thread read, is not absence.
+	for i := range msgs {
+		if seen != nil {
+			seen[msgs[i].TS] = true
+		}
+	}
+	msgs, err := t.deferNewParents(msgs)
+	if err != nil {
+		return nil, err
+	}
+	out, err := t.p.w.applyReads(msgs, t.p.identity, started)
 	if err != nil {
 		return nil, err
 	}
@@ -15,9 +28,6 @@ func (t *tick) applyReads(msgs []Message, seen map[TS]bool) ([]applied, error) {
 	defer t.mu.Unlock()
 	for i := range out {
 		m := &out[i].Message
-		if seen != nil {
-			seen[m.TS] = true
-		}
 		t.queueThreadLocked(m, out[i].unverified)
 		t.noteUsersLocked(m)
 	}
@@ -78,4 +88,51 @@ func (t *tick) isUnlocated(ref Ref) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.p.unlocated[ref]
+}
+
+// deferNewParents takes out of msgs the thread parents with replies that the store does
+// not hold read (absent, or a never-read placeholder) and queues their threads, each
+// with the parent as read: a read reaches parents the store never had (a range covers
+// old messages; a head read, new ones), and a parent stored now would stand without
+// its replies until its thread is read. The replies stream stores the parent and its
+// replies in one transaction.
+func (t *tick) deferNewParents(msgs []Message) ([]Message, error) {
+	var keep, later []Message
+	err := t.p.store.View(func(tx Tx) error {
+		for _, m := range msgs {
+			if m.IsReply() || m.LatestReply == "" {
+				keep = append(keep, m)
+				continue
+			}
+			old, had, err := tx.Message(m.Channel, m.TS)
+			if err != nil {
+				return err
+			}
+			if had && old.LastPolledAt != nil {
+				keep = append(keep, m)
+			} else {
+				later = append(later, m)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, storeErr(err)
+	}
+	if len(later) == 0 {
+		return msgs, nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for i := range later {
+		m := later[i]
+		ref := Ref{m.Channel, m.TS}
+		if t.queued[ref] {
+			continue
+		}
+		t.queued[ref] = true
+		t.threadQueue = append(t.threadQueue, threadCandidate{Ref: ref, latestReply: m.LatestReply, first: &m})
+		t.wake()
+	}
+	return keep, nil
 }

@@ -13,6 +13,7 @@ import "errors"
 // first in the tail next tick.
 func (t *tick) locate(ref Ref) error {
 	var page Page
+	started := t.now()
 	err := t.do(t.replies, func() (err error) {
 		page, err = t.p.src.Replies(t.ctx, RepliesRequest{Channel: ref.Channel, TS: ref.TS, Limit: 1})
 		return err
@@ -58,7 +59,7 @@ func (t *tick) locate(ref Ref) error {
 	}
 	if self != nil && !self.IsReply() {
 		// History should have returned it; replies did, and a read is a read.
-		_, err := t.applyReads([]Message{*self}, nil)
+		_, err := t.applyReads([]Message{*self}, nil, started)
 		return err
 	}
 	var threadTS TS

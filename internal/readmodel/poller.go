@@ -129,6 +129,9 @@ type Poller struct {
 	// Throughput of the last ticks, for the rotation period estimates.
 	samples      []rotationSample
 	lastFinished time.Time
+	// neverSince is the start of the first tick of the current run of ticks that
+	// ended with never-read tracked messages waiting; zero when none waits.
+	neverSince time.Time
 	// unlocated are never-read tracked messages a complete history read missed and
 	// that wait for a conversations.replies call to find their thread (locate): the
 	// history read is not repeated. Lost on restart, which costs one read again.

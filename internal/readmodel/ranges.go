@@ -114,6 +114,7 @@ func (t *tick) watchedAnchor() (Message, bool, error) {
 		refs = append(refs, r)
 	}
 	t.mu.Unlock()
+	sortRefs(refs) // ties go to the first by channel and ts, whatever the map order
 	now := t.now()
 	var best Message
 	var ok bool
@@ -224,9 +225,10 @@ func (t *tick) readRange(sp *span) error {
 	}
 	req := HistoryRequest{Channel: sp.ch, Oldest: sp.oldest, Latest: sp.latest, Inclusive: true, Limit: t.pageSize()}
 	seen := map[TS]bool{}
-	provable, complete := true, false
+	provable, complete, learned := true, false, false
 	for {
 		var page Page
+		started := t.now()
 		err := t.do(t.history, func() (err error) {
 			page, err = t.p.src.History(t.ctx, req)
 			return err
@@ -242,7 +244,7 @@ func (t *tick) readRange(sp *span) error {
 			t.skip("%s: re-reading %s to %s: %v", sp.ch, sp.oldest, sp.latest, err)
 			break
 		}
-		learned := t.learnPageCap(req.Limit, &page)
+		learned = t.learnPageCap(req.Limit, &page)
 		var unread []TS
 		for _, s := range page.Skipped {
 			if s.TS == "" {
@@ -258,7 +260,7 @@ func (t *tick) readRange(sp *span) error {
 		if err := t.p.w.trackUnread(sp.ch, unread); err != nil {
 			return err
 		}
-		if _, err := t.applyReads(inSpan(page.Messages, sp), seen); err != nil {
+		if _, err := t.applyReads(inSpan(page.Messages, sp), seen, started); err != nil {
 			return err
 		}
 		if page.NextCursor == "" {
@@ -282,6 +284,9 @@ func (t *tick) readRange(sp *span) error {
 		t.queueLocate(placeholders)
 	}
 	t.countRange(sp, seen, complete && provable)
+	if learned {
+		return nil // sized for a larger page: the anchor was not reached, not failed
+	}
 	return t.noteProgress(sp.anchor, &before)
 }
 
@@ -353,4 +358,3 @@ func sameTime(a, b *time.Time) bool {
 	}
 	return a.Equal(*b)
 }
-

@@ -25,6 +25,7 @@ func (t *tick) runReactions() error {
 	}
 	for _, ref := range due {
 		var m Message
+		started := t.now()
 		err := t.do(t.reactions, func() (err error) {
 			m, err = t.p.src.ReactionsGet(t.ctx, ref)
 			return err
@@ -55,7 +56,7 @@ func (t *tick) runReactions() error {
 			t.skip("%s/%s: reactions.get answered for ts %s; ignored", ref.Channel, ref.TS, m.TS)
 			continue
 		}
-		if _, err := t.applyReads([]Message{m}, nil); err != nil {
+		if _, err := t.applyReads([]Message{m}, nil, started); err != nil {
 			return err
 		}
 		t.mu.Lock()
@@ -79,6 +80,7 @@ func (t *tick) reactionsDue() ([]Ref, error) {
 		}
 	}
 	t.mu.Unlock()
+	sortRefs(refs)
 	type item struct {
 		ref  Ref
 		read time.Time
@@ -106,7 +108,7 @@ func (t *tick) reactionsDue() ([]Ref, error) {
 	if err != nil {
 		return nil, storeErr(err)
 	}
-	slices.SortFunc(items, func(a, b item) int { return a.read.Compare(b.read) })
+	slices.SortStableFunc(items, func(a, b item) int { return a.read.Compare(b.read) })
 	out := make([]Ref, len(items))
 	for i := range items {
 		out[i] = items[i].ref

@@ -15,6 +15,9 @@ const rotationWindow = 16
 type rotationSample struct {
 	reads, watched, threads int
 	span                    time.Duration
+	// lag is how long the least recently read tracked message (or thread) had gone
+	// unread when the tick ended: a full rotation takes at least that long.
+	lag time.Duration
 }
 
 // estimateStaleness fills the tick's Staleness. A single tick is a poor estimate at 1
@@ -49,7 +52,7 @@ func (t *tick) estimateStaleness() {
 	}
 	t.p.lastFinished = now
 	span := max(now.Sub(since), t.p.cfg.Interval)
-	t.p.samples = append(t.p.samples, rotationSample{t.reads, t.watchedReads, t.threadReads, span})
+	t.p.samples = append(t.p.samples, rotationSample{t.reads, t.watchedReads, t.threadReads, span, t.lag(now)})
 	if len(t.p.samples) > rotationWindow {
 		t.p.samples = t.p.samples[1:]
 	}
@@ -59,6 +62,7 @@ func (t *tick) estimateStaleness() {
 		total.watched += s.watched
 		total.threads += s.threads
 		total.span += s.span
+		total.lag = max(total.lag, s.lag)
 	}
 	period := func(n, reads int) time.Duration {
 		if n == 0 || reads == 0 {
@@ -69,6 +73,12 @@ func (t *tick) estimateStaleness() {
 	st.RotationPeriod = period(st.Tracked, total.reads)
 	if th := period(st.Threads, total.threads); th > st.RotationPeriod || (st.Threads > 0 && total.threads == 0) {
 		st.RotationPeriod = th
+	}
+	// Throughput alone is optimistic with ranges: a dense conversation re-reads a
+	// page of messages a call, a scattered message costs a call of its own. What the
+	// rotation lags behind now is what a change may wait.
+	if st.Tracked > 0 && (st.RotationPeriod > 0 || total.lag > 0) {
+		st.RotationPeriod = max(st.RotationPeriod, total.lag.Round(time.Second))
 	}
 	st.WatchedRotation = period(st.Watched, total.watched)
 	st.PhysicalLimit = PhysicalLimit(t.p.cfg.Rates, max(t.p.pageCap, 1), st.Tracked, parents, replies)
@@ -106,4 +116,43 @@ func sortRefs(refs []Ref) {
 		}
 		return a.TS.Compare(b.TS)
 	})
+}
+
+// lagScan bounds the never-read entries lag counts past; beyond it the lag is what
+// they have waited, which is all it reports of them anyway.
+const lagScan = 10000
+
+// lag returns how long the rotation lags behind at now: the age of the oldest tail
+// entry of an eligible conversation that is not backing off (its rotation time is the
+// older of its own read and its thread's), or, while never-read entries wait, how long
+// they have been waiting since the first tick that found some.
+func (t *tick) lag(now time.Time) time.Duration {
+	var oldest *time.Time
+	never := 0
+	_ = t.p.store.View(func(tx Tx) error {
+		_, err := tx.TailOldest(1, func(e TailEntry) bool {
+			if !t.eligible[e.Channel] || t.p.tailBackoff[e.Ref].until > t.p.tickNo || t.p.unlocated[e.Ref] {
+				return never < lagScan
+			}
+			if e.RotatedAt == nil {
+				never++
+				return never < lagScan
+			}
+			oldest = e.RotatedAt
+			return false
+		})
+		return err
+	})
+	var lag time.Duration
+	if oldest != nil && now.After(*oldest) {
+		lag = now.Sub(*oldest)
+	}
+	if never == 0 {
+		t.p.neverSince = time.Time{}
+		return lag
+	}
+	if t.p.neverSince.IsZero() || t.p.neverSince.After(now) {
+		t.p.neverSince = t.sum.Started
+	}
+	return max(lag, now.Sub(t.p.neverSince))
 }

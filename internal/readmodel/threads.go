@@ -45,7 +45,7 @@ func (t *tick) nextReplies() (func() error, bool, error) {
 		}
 		t.triedThreads[c.Ref] = true
 		t.mu.Unlock()
-		return func() error { return t.readThread(c.Ref, c.latestReply) }, true, nil
+		return func() error { return t.readThread(c) }, true, nil
 	}
 	for len(t.locateQueue) > 0 {
 		ref := t.locateQueue[0]
@@ -79,7 +79,7 @@ func (t *tick) threadJob(m Message) func() error {
 	t.triedThreads[Ref{m.Channel, m.TS}] = true
 	t.mu.Unlock()
 	return func() error {
-		err := t.readThread(Ref{m.Channel, m.TS}, m.LatestReply)
+		err := t.readThread(threadCandidate{Ref: Ref{m.Channel, m.TS}, latestReply: m.LatestReply})
 		if err == nil {
 			t.mu.Lock()
 			t.threadReads++
@@ -148,6 +148,7 @@ func (t *tick) watchedThread() (Message, bool, error) {
 		refs = append(refs, r)
 	}
 	t.mu.Unlock()
+	sortRefs(refs) // ties go to the first by channel and ts, whatever the map order
 	var best Message
 	var ok bool
 	err := t.p.store.View(func(tx Tx) error {
@@ -192,18 +193,30 @@ type threadRead struct {
 // written last. latestReply is the parent's latest_reply as last read, used as the
 // watermark when no page carried the parent. It returns nil when the thread was cut
 // short or skipped (the reason is recorded), an error only to end the tick.
-func (t *tick) readThread(parent Ref, latestReply TS) error {
+func (t *tick) readThread(c threadCandidate) error {
+	parent, latestReply := c.Ref, c.latestReply
 	r := threadRead{keep: map[TS]bool{}, byTS: map[TS]int{}}
 	cursor := ""
-	for {
+	started := t.now()
+	for pages := 0; ; pages++ {
 		var page Page
 		err := t.do(t.replies, func() (err error) {
 			page, err = t.p.src.Replies(t.ctx, RepliesRequest{Channel: parent.Channel, TS: parent.TS, Limit: RepliesPageLimit, Cursor: cursor})
 			return err
 		})
 		if err != nil {
+			if errors.Is(err, errStreamStop) && pages == 0 && c.first != nil {
+				// Not begun: it stays deferred, first in the next tick's queue.
+				t.mu.Lock()
+				t.threadQueue = append(t.threadQueue, c)
+				t.mu.Unlock()
+				return err
+			}
+			if kerr := t.keepFirst(c, started); kerr != nil {
+				return kerr
+			}
 			if ends(err) {
-				return err // cut short: writes nothing
+				return err // cut short: writes nothing of the thread
 			}
 			switch {
 			case CodeOf(err) == "thread_not_found":
@@ -217,7 +230,7 @@ func (t *tick) readThread(parent Ref, latestReply TS) error {
 		for _, s := range page.Skipped {
 			if s.TS == "" || s.TS == parent.TS {
 				t.skip("%s/%s thread: undecodable message: %s (nothing written)", parent.Channel, parent.TS, s.Err)
-				return nil
+				return t.keepFirst(c, started)
 			}
 			r.keep[s.TS] = true
 		}
@@ -241,20 +254,34 @@ func (t *tick) readThread(parent Ref, latestReply TS) error {
 		}
 		if page.NextCursor == cursor {
 			t.skip("%s/%s thread: conversations.replies returned the cursor it was given (nothing written)", parent.Channel, parent.TS)
-			return nil
+			return t.keepFirst(c, started)
 		}
 		cursor = page.NextCursor
 	}
 	if len(r.keep) > 0 {
 		t.skip("%s/%s thread: %d undecodable repl(ies) kept as stored", parent.Channel, parent.TS, len(r.keep))
 	}
-	return t.writeThread(parent, latestReply, &r)
+	if r.parent == nil && c.first != nil {
+		r.parent = c.first // no page carried the parent: the read that deferred it did
+	}
+	return t.writeThread(parent, latestReply, &r, started)
+}
+
+// keepFirst stores the parent a read deferred to its thread read when that thread
+// read began but could not be made whole: the parent's own read is not lost, and its
+// watermark, still empty, has the thread read again.
+func (t *tick) keepFirst(c threadCandidate, started time.Time) error {
+	if c.first == nil {
+		return nil
+	}
+	_, err := t.p.w.applyReads([]Message{*c.first}, t.p.identity, started)
+	return err
 }
 
 // writeThread replaces a fully read thread through the writer, then notes the users
 // its messages name.
-func (t *tick) writeThread(parent Ref, latestReply TS, r *threadRead) error {
-	written, err := t.p.w.writeThread(parent, latestReply, r, t.p.identity, t.now())
+func (t *tick) writeThread(parent Ref, latestReply TS, r *threadRead, started time.Time) error {
+	written, err := t.p.w.writeThread(parent, latestReply, r, t.p.identity, started)
 	if err != nil {
 		return err
 	}

@@ -61,6 +61,10 @@ type tick struct {
 type threadCandidate struct {
 	Ref
 	latestReply TS // the parent's latest_reply at the read that queued it
+	// first is the parent as a read saw it when the store did not hold it read: it
+	// is stored with its thread, in one transaction, so that a parent never stands
+	// without its replies (deferNewParents).
+	first *Message
 }
 
 func newTick(p *Poller, ctx context.Context) *tick {

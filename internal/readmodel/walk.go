@@ -93,6 +93,7 @@ type walk struct {
 func (t *tick) walk(w *walk, req HistoryRequest) (done bool, err error) {
 	for {
 		var page Page
+		started := t.now()
 		err := t.do(t.history, func() (err error) {
 			page, err = t.p.src.History(t.ctx, req)
 			return err
@@ -121,7 +122,7 @@ func (t *tick) walk(w *walk, req HistoryRequest) (done bool, err error) {
 		if err := t.p.w.trackUnread(w.ch, unread); err != nil {
 			return false, err
 		}
-		out, err := t.applyReads(page.Messages, w.seen)
+		out, err := t.applyReads(page.Messages, w.seen, started)
 		if err != nil {
 			return false, err
 		}

@@ -34,8 +34,13 @@ type applied struct {
 }
 
 // applyReads writes messages just read (rule 1: each replaced whole), tracks the
-// parent of a reply the store lacks, and reports each result.
-func (w *writer) applyReads(msgs []Message, id *Identity, now time.Time) ([]applied, error) {
+// parent of a reply the store lacks, and reports each one written. started is when the
+// call that read them started, and becomes their last_polled_at: the streams of a tick
+// read concurrently, and a read that started before the stored copy's own read is
+// older than it and is not applied (the newer read wins, whatever order the calls
+// finish in: a slow answer must not put back what a later read replaced).
+func (w *writer) applyReads(msgs []Message, id *Identity, started time.Time) ([]applied, error) {
+	now := started
 	var out []applied
 	err := w.update(func(tx Tx) error {
 		out = out[:0]
@@ -47,6 +52,9 @@ func (w *writer) applyReads(msgs []Message, id *Identity, now time.Time) ([]appl
 			var prev *Message
 			if had {
 				prev = &old
+				if old.LastPolledAt != nil && old.LastPolledAt.After(started) {
+					continue // a newer read is stored
+				}
 			}
 			m := merge(prev, read, id, now)
 			if err := tx.PutMessage(m); err != nil {
@@ -143,11 +151,28 @@ func (w *writer) markGone(ref Ref, now time.Time) error {
 
 // writeThread replaces a fully read thread in one transaction: stale replies deleted,
 // every reply replaced whole, the parent refreshed from its own element, and the
-// parent's reply watermark put last. It returns the messages written.
+// parent's reply watermark put last. It returns the messages written. now is when the
+// thread's first page was asked for: a thread read whole since then is newer, and this
+// read writes nothing.
 func (w *writer) writeThread(parent Ref, latestReply TS, r *threadRead, id *Identity, now time.Time) ([]Message, error) {
 	var written []Message
 	err := w.update(func(tx Tx) error {
 		written = written[:0]
+		p, ok, err := tx.Message(parent.Channel, parent.TS)
+		if err != nil {
+			return err
+		}
+		// The streams read concurrently: a thread read whole since this one started is
+		// newer; and a parent read since then that saw another latest_reply says this
+		// thread read is older than what the store holds (the next read of the parent
+		// queues the thread again).
+		newerParent := ok && p.LastPolledAt != nil && p.LastPolledAt.After(now)
+		switch {
+		case ok && p.ThreadSyncedAt != nil && p.ThreadSyncedAt.After(now):
+			return nil
+		case newerParent && r.parent != nil && p.LatestReply != r.parent.LatestReply:
+			return nil
+		}
 		stored, err := tx.Replies(parent.Channel, parent.TS)
 		if err != nil {
 			return err
@@ -163,25 +188,30 @@ func (w *writer) writeThread(parent Ref, latestReply TS, r *threadRead, id *Iden
 			if read.ThreadTS == "" {
 				read.ThreadTS = parent.TS // a reply always belongs to the thread it came from
 			}
+			old, had, err := tx.Message(read.Channel, read.TS)
+			if err != nil {
+				return err
+			}
+			if had && old.LastPolledAt != nil && old.LastPolledAt.After(now) {
+				continue // read again since (reactions.get): the newer read stays
+			}
 			m, err := applyRead(tx, read, id, now)
 			if err != nil {
 				return err
 			}
 			written = append(written, m)
 		}
-		p, ok, err := tx.Message(parent.Channel, parent.TS)
-		if err != nil {
-			return err
-		}
 		watermark := latestReply
 		if r.parent != nil {
-			var prev *Message
-			if ok {
-				prev = &p
-			}
-			p = merge(prev, *r.parent, id, now)
 			watermark = r.parent.LatestReply
-			written = append(written, p)
+			if !newerParent {
+				var prev *Message
+				if ok {
+					prev = &p
+				}
+				p = merge(prev, *r.parent, id, now)
+				written = append(written, p)
+			}
 		} else if !ok {
 			p = Message{Channel: parent.Channel, TS: parent.TS, ThreadTS: parent.TS, LatestReply: latestReply}
 		}

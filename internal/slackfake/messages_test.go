@@ -134,13 +134,13 @@ func TestAuthTestIdentityAndScopesHeader(t *testing.T) {
 	if a.UserID != s.BotUserID() || a.BotID != s.BotID() || a.TeamID != s.TeamID() {
 		t.Fatalf("auth.test = %+v", a)
 	}
-	if got := a.Header.Get("X-OAuth-Scopes"); got != "channels:history,channels:read,groups:history,groups:read,im:history,im:read,mpim:history,mpim:read,users:read" {
+	if got := a.Header.Get("X-OAuth-Scopes"); got != "channels:history,channels:read,groups:history,groups:read,im:history,im:read,mpim:history,mpim:read,reactions:read,users:read" {
 		t.Fatalf("X-OAuth-Scopes = %q", got)
 	}
 	s.RevokeScope("im:history")
 	a, err = api.AuthTest()
 	must(t, err)
-	if got := a.Header.Get("X-OAuth-Scopes"); got != "channels:history,channels:read,groups:history,groups:read,im:read,mpim:history,mpim:read,users:read" {
+	if got := a.Header.Get("X-OAuth-Scopes"); got != "channels:history,channels:read,groups:history,groups:read,im:read,mpim:history,mpim:read,reactions:read,users:read" {
 		t.Fatalf("after RevokeScope: X-OAuth-Scopes = %q", got)
 	}
 }
