@@ -34,6 +34,10 @@ import (
 //	slackpoll_oldest_last_polled_age_seconds               age of the oldest last_polled_at (absent when none was read)
 //	slackpoll_rotation_period_seconds                      time to re-read every tracked message (absent when unknown)
 //	slackpoll_conversations{status}                        conversations by status (pending, ok, missing_scope, ...)
+//	slackpoll_watched_items                                watched messages (scrape time)
+//	slackpoll_watched_rotation_period_seconds              time to re-read every watched message (absent when unknown)
+//	slackpoll_physical_limit_seconds                       least time the rates allow for a full rotation (absent when unknown)
+//	slackpoll_head_age_seconds{channel}                    time since a conversation's last head read, at the last tick's end
 //
 // plus the Go runtime and process collectors as slackpoll_go_* and slackpoll_process_*.
 // Its methods are safe for concurrent use.

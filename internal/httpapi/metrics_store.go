@@ -20,6 +20,14 @@ var (
 		"Seconds the tail rotation needs to re-read every tracked message (worst-case staleness minus one interval).", nil, nil)
 	descConversations = prometheus.NewDesc("slackpoll_conversations",
 		"Conversations by status.", []string{"status"}, nil)
+	descWatched = prometheus.NewDesc("slackpoll_watched_items",
+		"Watched messages: record-keyed or tracked on request.", nil, nil)
+	descWatchedRotation = prometheus.NewDesc("slackpoll_watched_rotation_period_seconds",
+		"Seconds to re-read every watched message, from the last ticks' throughput.", nil, nil)
+	descPhysicalLimit = prometheus.NewDesc("slackpoll_physical_limit_seconds",
+		"Least seconds the configured rates allow for re-reading every tracked message and thread.", nil, nil)
+	descHeadAge = prometheus.NewDesc("slackpoll_head_age_seconds",
+		"Seconds from a conversation's last head read (its new messages) to the end of the last tick.", []string{"channel"}, nil)
 )
 
 // storeCollector reads the gauges that describe the store from the status report at
@@ -38,7 +46,8 @@ func (m *Metrics) watch(input func() status.Input, store rm.Store) {
 }
 
 func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descTracked, descNeverPolled, descOldestAge, descRotation, descConversations} {
+	for _, d := range []*prometheus.Desc{descTracked, descNeverPolled, descOldestAge, descRotation, descConversations,
+		descWatched, descWatchedRotation, descPhysicalLimit, descHeadAge} {
 		ch <- d
 	}
 }
@@ -68,6 +77,18 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	if cv.RotationPeriodSeconds != nil {
 		ch <- prometheus.MustNewConstMetric(descRotation, prometheus.GaugeValue, *cv.RotationPeriodSeconds)
+	}
+	ch <- prometheus.MustNewConstMetric(descWatched, prometheus.GaugeValue, float64(cv.Watched))
+	if cv.WatchedRotationSeconds != nil {
+		ch <- prometheus.MustNewConstMetric(descWatchedRotation, prometheus.GaugeValue, *cv.WatchedRotationSeconds)
+	}
+	if cv.PhysicalLimitSeconds != nil {
+		ch <- prometheus.MustNewConstMetric(descPhysicalLimit, prometheus.GaugeValue, *cv.PhysicalLimitSeconds)
+	}
+	for _, c := range r.Conversations {
+		if c.HeadAgeSeconds != nil {
+			ch <- prometheus.MustNewConstMetric(descHeadAge, prometheus.GaugeValue, *c.HeadAgeSeconds, c.ID)
+		}
 	}
 	byStatus := map[string]int{}
 	for _, s := range []string{rm.StatusPending, rm.StatusOK, rm.StatusNotInChannel, rm.StatusMissingScope,

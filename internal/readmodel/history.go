@@ -106,6 +106,13 @@ func (t *tick) nextHistory() (historyAction, error) {
 	return historyAction{rng: &sp}, nil
 }
 
+// headShare is the automatic head bound's share of the history rate, inverted: head
+// reads of every conversation take one call in headShare. It is what new messages
+// cost the rotation of stored ones (a tenth: a rotation stays within about 1.1× of
+// the physical limit), and it sets how late a new message may appear in a quiet
+// conversation: 10 calls per conversation, 30 minutes for 3 at 1 request a minute.
+const headShare = 10
+
 // headCandidate is a conversation whose head may be read this tick.
 type headCandidate struct {
 	c      Conversation
@@ -115,13 +122,13 @@ type headCandidate struct {
 }
 
 // headBound is the longest a conversation's head may go unread: the configured bound,
-// else the time in which head reads of every eligible conversation take an eighth of
+// else the time in which head reads of every eligible conversation take a tenth of
 // the history rate, at least one tick interval.
 func (t *tick) headBound(n int) time.Duration {
 	if b := t.p.cfg.Tracking.HeadMaxAge; b > 0 {
 		return b
 	}
-	return max(t.p.cfg.Interval, time.Duration(8*n)*t.p.cfg.spacing(MethodHistory))
+	return max(t.p.cfg.Interval, time.Duration(headShare*n)*t.p.cfg.spacing(MethodHistory))
 }
 
 // headCandidates returns the eligible conversations whose head was not read this

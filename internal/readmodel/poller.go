@@ -29,7 +29,7 @@ type TrackingPolicy struct {
 	Horizon time.Duration
 	// HeadMaxAge bounds the time between two reads of a conversation's bulk window
 	// (its new messages). 0 picks the time in which head reads of every polled
-	// conversation take an eighth of the conversations.history rate, at least one
+	// conversation take a tenth of the conversations.history rate, at least one
 	// tick interval.
 	HeadMaxAge time.Duration
 	// WatchedShare is the least fraction of each method's calls in a tick that go to
@@ -146,6 +146,10 @@ type Poller struct {
 	// deadline): the next tick starts with them rather than waiting for the parent's
 	// next read, a rotation away. Lost on restart, which costs that wait once.
 	carried []threadCandidate
+	// noReactions holds watched messages reactions.get answered message_not_found
+	// for: only history can tell a deleted message from a tombstone, so they rotate
+	// there. Lost on restart, which costs one reactions.get call each.
+	noReactions map[Ref]bool
 }
 
 // backoff is a tail entry's run of reads that advanced nothing.
@@ -160,7 +164,7 @@ func NewPoller(store Store, src Source, cfg PollerConfig) *Poller {
 		store: store, src: src, cfg: cfg, log: cfg.Logger,
 		w:            &writer{store: store},
 		pendingUsers: map[string]struct{}{}, unlocated: map[Ref]bool{},
-		tailBackoff: map[Ref]backoff{}, arrivals: map[string]float64{},
+		tailBackoff: map[Ref]backoff{}, arrivals: map[string]float64{}, noReactions: map[Ref]bool{},
 	}
 }
 

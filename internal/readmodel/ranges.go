@@ -136,27 +136,34 @@ func (t *tick) watchedAnchor() (Message, bool, error) {
 	return best, ok, storeErr(err)
 }
 
-// pickRange chooses the tail range that contains anchor and fixes the most staleness:
-// of the windows of a page of consecutive stored timeline messages around it, the one
-// whose due messages are the oldest in sum (with watchedFirst, the one with the most
-// due watched messages first).
+// pickRange chooses the tail range that contains anchor: a window of a page of
+// consecutive stored timeline messages, cut from the run of due messages around the
+// anchor a page at a time from the run's start, so that a rotation leaves at most one
+// short range per run (with watchedFirst, the window with the most watched messages
+// that contains the anchor, for the watched class's share).
 func (t *tick) pickRange(anchor Message, watchedFirst bool) (span, error) {
 	p := t.pageSize()
+	// How far either way the run of due messages around the anchor is looked at.
+	reach := max(4*p, 60)
 	var list []Message
+	var openBelow, openAbove bool
 	err := t.p.store.View(func(tx Tx) error {
-		before, err := tx.TimelineBefore(anchor.Channel, anchor.TS, p-1)
+		before, err := tx.TimelineBefore(anchor.Channel, anchor.TS, reach)
 		if err != nil {
 			return err
 		}
+		openBelow = len(before) == reach
 		slices.Reverse(before)
 		list = before
-		return tx.Timeline(anchor.Channel, anchor.TS, "", func(m Message) error {
+		err = tx.Timeline(anchor.Channel, anchor.TS, "", func(m Message) error {
 			list = append(list, m)
-			if len(list) >= len(before)+p {
+			if len(list) > len(before)+reach {
 				return ErrStopIteration
 			}
 			return nil
 		})
+		openAbove = len(list) > len(before)+reach
+		return err
 	})
 	if err != nil {
 		return span{}, storeErr(err)
@@ -176,22 +183,18 @@ func (t *tick) pickRange(anchor Message, watchedFirst bool) (span, error) {
 			watched[i] = t.isWatched(Ref{m.Channel, m.TS})
 		}
 	}
-	best, bestScore := -1, 0.0
-	for i := max(0, a-p+1); i <= a; i++ {
-		j := min(i+p, len(list))
-		score, nw := 0.0, 0
-		for k := i; k < j; k++ {
-			score += vals[k]
-			if watched[k] {
-				nw++
-			}
-		}
-		if watchedFirst {
-			score += float64(nw) * float64(neverAge/time.Second) * float64(p)
-		}
-		if best < 0 || score > bestScore {
-			best, bestScore = i, score
-		}
+	// The run is cut from the messages as stale as the anchor: read no later than it
+	// (a range's messages share one read time), so that a rotation reproduces the
+	// ranges of the one before and packs whole pages; "not read this tick" alone
+	// would join ranges read a tick apart and cut them anywhere.
+	run := make([]bool, len(list))
+	for i := range list {
+		m := &list[i]
+		run[i] = due[i] && (m.LastPolledAt == nil || anchor.LastPolledAt != nil && !m.LastPolledAt.After(*anchor.LastPolledAt))
+	}
+	best := chunkStart(run, a, p, openBelow, openAbove)
+	if watchedFirst {
+		best = mostWatched(watched, a, p, best)
 	}
 	j := min(best+p, len(list))
 	sp := span{ch: anchor.Channel, oldest: list[best].TS, latest: list[j-1].TS, anchor: Ref{anchor.Channel, anchor.TS}}
@@ -244,6 +247,9 @@ func (t *tick) readRange(sp *span) error {
 			t.skip("%s: re-reading %s to %s: %v", sp.ch, sp.oldest, sp.latest, err)
 			break
 		}
+		t.mu.Lock()
+		t.rangeCalls++
+		t.mu.Unlock()
 		learned = t.learnPageCap(req.Limit, &page)
 		var unread []TS
 		for _, s := range page.Skipped {
@@ -357,4 +363,60 @@ func sameTime(a, b *time.Time) bool {
 		return a == b
 	}
 	return a.Equal(*b)
+}
+
+// chunkStart returns where the range of p messages starts. The run of due messages
+// around a (a single message that is not due, between due ones, does not break it: a
+// thread read refreshes a parent on its own) is read a page at a time from its edge
+// nearest the anchor, flush against the messages just read there, so that a rotation
+// sweeping a conversation reads it in whole pages and leaves at most one short range
+// per run; the anchor is reached within the run's pages between it and that edge.
+// Windows placed around the anchor instead (by the sum of ages, or starting at it)
+// leave short runs between them that each cost a call of their own. An edge the look
+// did not reach (openBelow, openAbove: the run goes on) is not a boundary; with
+// neither in sight the range starts at the anchor.
+func chunkStart(due []bool, a, p int, openBelow, openAbove bool) int {
+	isDue := func(i int) bool {
+		if i < 0 || i >= len(due) {
+			return false
+		}
+		return due[i] || (i > 0 && i+1 < len(due) && due[i-1] && due[i+1])
+	}
+	rs, re := a, a
+	for isDue(rs - 1) {
+		rs--
+	}
+	for isDue(re + 1) {
+		re++
+	}
+	upOpen := openAbove && re == len(due)-1
+	downOpen := openBelow && rs == 0
+	switch {
+	case !upOpen && (downOpen || re-a <= a-rs):
+		return max(0, re-p+1)
+	case !downOpen:
+		return rs
+	}
+	return a
+}
+
+// mostWatched returns the start of the window of p messages containing a with the most
+// watched messages; ties keep def.
+func mostWatched(watched []bool, a, p, def int) int {
+	count := func(i int) int {
+		n := 0
+		for k := i; k < min(i+p, len(watched)); k++ {
+			if watched[k] {
+				n++
+			}
+		}
+		return n
+	}
+	best, most := def, count(def)
+	for i := max(0, a-p+1); i <= a; i++ {
+		if n := count(i); n > most {
+			best, most = i, n
+		}
+	}
+	return best
 }

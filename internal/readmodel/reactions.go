@@ -39,9 +39,12 @@ func (t *tick) runReactions() error {
 			}
 			switch {
 			case CodeOf(err) == "message_not_found":
-				if err := t.p.w.markGone(ref, t.now()); err != nil {
-					return err
-				}
+				// Not proof of absence: a deleted parent whose replies live on is a
+				// tombstone in conversations.history, and reactions.get does not know
+				// it. A history read decides (rule 4); reactions.get leaves it alone.
+				t.mu.Lock()
+				t.p.noReactions[ref] = true
+				t.mu.Unlock()
 			case ClassOf(err) == ClassConversation:
 				if err := t.conversationFailed(ref.Channel, err); err != nil {
 					return err
@@ -75,7 +78,7 @@ func (t *tick) reactionsDue() ([]Ref, error) {
 	t.mu.Lock()
 	refs := make([]Ref, 0, len(t.watched))
 	for r := range t.watched {
-		if t.eligible[r.Channel] {
+		if t.eligible[r.Channel] && !t.p.noReactions[r] {
 			refs = append(refs, r)
 		}
 	}

@@ -14,6 +14,7 @@ const rotationWindow = 16
 // the wait before it, pacing included).
 type rotationSample struct {
 	reads, watched, threads int
+	rangeCalls, threadCalls int
 	span                    time.Duration
 	// lag is how long the least recently read tracked message (or thread) had gone
 	// unread when the tick ended: a full rotation takes at least that long.
@@ -29,12 +30,14 @@ func (t *tick) estimateStaleness() {
 	now := t.sum.Finished
 	var counts ChannelCounts
 	var parents, replies int
+	var perConv []int
 	st.HeadAges = map[string]time.Duration{}
 	_ = t.p.store.View(func(tx Tx) error {
 		return tx.Conversations(func(c Conversation) error {
 			n, err := tx.Counts(c.ID)
 			counts.Messages += n.Messages
 			counts.Tracked += n.Tracked
+			perConv = append(perConv, n.Tracked)
 			parents += n.Threads
 			if t.eligible[c.ID] && c.HeadReadAt != nil {
 				st.HeadAges[c.ID] = max(now.Sub(*c.HeadReadAt), 0).Round(time.Second)
@@ -52,7 +55,8 @@ func (t *tick) estimateStaleness() {
 	}
 	t.p.lastFinished = now
 	span := max(now.Sub(since), t.p.cfg.Interval)
-	t.p.samples = append(t.p.samples, rotationSample{t.reads, t.watchedReads, t.threadReads, span, t.lag(now)})
+	t.p.samples = append(t.p.samples, rotationSample{reads: t.reads, watched: t.watchedReads, threads: t.threadReads,
+		rangeCalls: t.rangeCalls, threadCalls: t.threadCalls, span: span, lag: t.lag(now)})
 	if len(t.p.samples) > rotationWindow {
 		t.p.samples = t.p.samples[1:]
 	}
@@ -61,6 +65,8 @@ func (t *tick) estimateStaleness() {
 		total.reads += s.reads
 		total.watched += s.watched
 		total.threads += s.threads
+		total.rangeCalls += s.rangeCalls
+		total.threadCalls += s.threadCalls
 		total.span += s.span
 		total.lag = max(total.lag, s.lag)
 	}
@@ -74,6 +80,19 @@ func (t *tick) estimateStaleness() {
 	if th := period(st.Threads, total.threads); th > st.RotationPeriod || (st.Threads > 0 && total.threads == 0) {
 		st.RotationPeriod = th
 	}
+	// With ranges, a rotation costs calls, not reads: the pages the store needs at
+	// the rate the rotation got its method's calls (what head reads and thread syncs
+	// leave it).
+	page := t.p.pageCap
+	if page <= 0 {
+		page = HistoryPageLimit
+	}
+	var pages int
+	for _, n := range perConv {
+		pages += (n + page - 1) / page
+	}
+	st.RotationPeriod = max(st.RotationPeriod, period(pages, total.rangeCalls),
+		period(parents+replies/page, total.threadCalls))
 	// Throughput alone is optimistic with ranges: a dense conversation re-reads a
 	// page of messages a call, a scattered message costs a call of its own. What the
 	// rotation lags behind now is what a change may wait.
@@ -81,17 +100,20 @@ func (t *tick) estimateStaleness() {
 		st.RotationPeriod = max(st.RotationPeriod, total.lag.Round(time.Second))
 	}
 	st.WatchedRotation = period(st.Watched, total.watched)
-	st.PhysicalLimit = PhysicalLimit(t.p.cfg.Rates, max(t.p.pageCap, 1), st.Tracked, parents, replies)
+	st.PhysicalLimit = PhysicalLimit(t.p.cfg.Rates, t.p.pageCap, perConv, parents, replies)
 }
 
 // PhysicalLimit is the least time in which rates (requests per minute per method)
-// allow re-reading messages top-level messages and the threads of parents parents
-// holding replies replies in all, with page messages a page: ⌈messages ÷ page⌉
-// conversations.history calls and about parents + replies ÷ page
-// conversations.replies calls (Σ⌈(replies + 1) ÷ page⌉ over the threads), the two
-// methods running at once. page 1 stands for an unknown page cap.
-func PhysicalLimit(rates map[string]float64, page, messages, parents, replies int) time.Duration {
-	if page <= 1 {
+// allow re-reading every tracked message and thread at page messages a page (0: not
+// known, the largest page is assumed), the two methods running at once:
+// Σ⌈tracked ÷ page⌉ conversations.history calls over the conversations (a range reads
+// one conversation; perConv holds each one's tracked messages), and
+// conversations.replies calls for parents threads holding replies replies in all.
+// Those are Σ⌈(replies + 1) ÷ page⌉ over the threads, which the store does not count
+// per thread: the bound used, max(parents, ⌈(parents + replies) ÷ page⌉), is never
+// above it, so a rotation is never reported closer to the limit than it is.
+func PhysicalLimit(rates map[string]float64, page int, perConv []int, parents, replies int) time.Duration {
+	if page <= 0 {
 		page = HistoryPageLimit
 	}
 	calls := func(n int, method string) time.Duration {
@@ -101,8 +123,12 @@ func PhysicalLimit(rates map[string]float64, page, messages, parents, replies in
 		}
 		return time.Duration(float64(n) / r * float64(time.Minute))
 	}
-	history := calls(int(math.Ceil(float64(messages)/float64(page))), MethodHistory)
-	repl := calls(parents+replies/page, MethodReplies)
+	var pages int
+	for _, n := range perConv {
+		pages += int(math.Ceil(float64(n) / float64(page)))
+	}
+	history := calls(pages, MethodHistory)
+	repl := calls(max(parents, (parents+replies+page-1)/page), MethodReplies)
 	return max(history, repl).Round(time.Second)
 }
 

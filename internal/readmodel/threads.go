@@ -227,6 +227,9 @@ func (t *tick) readThread(c threadCandidate) error {
 			t.skip("%s/%s thread: %v (nothing written)", parent.Channel, parent.TS, err)
 			return nil
 		}
+		t.mu.Lock()
+		t.threadCalls++
+		t.mu.Unlock()
 		for _, s := range page.Skipped {
 			if s.TS == "" || s.TS == parent.TS {
 				t.skip("%s/%s thread: undecodable message: %s (nothing written)", parent.Channel, parent.TS, s.Err)

@@ -56,6 +56,9 @@ type tick struct {
 	active int
 	// Throughput of this tick, for the staleness estimates.
 	reads, watchedReads, threadReads int
+	// rangeCalls and threadCalls are the history calls of tail ranges and the
+	// replies calls of thread reads this tick: the rotation's share of each method.
+	rangeCalls, threadCalls int
 }
 
 type threadCandidate struct {

@@ -59,6 +59,10 @@ type Conversation struct {
 	Messages int `json:"messages"`
 	Threads  int `json:"threads"`
 	Tracked  int `json:"tracked"`
+	// HeadAgeSeconds is the time from the conversation's last head read (its new
+	// messages) to the end of the last tick: how late a new message may be to
+	// appear. null before the first.
+	HeadAgeSeconds *float64 `json:"head_age_seconds"`
 }
 
 // Coverage says how fresh the read model is.
@@ -82,6 +86,20 @@ type Coverage struct {
 	// message was not read in it).
 	RotationPeriodSeconds     *float64 `json:"rotation_period_seconds"`
 	WorstCaseStalenessSeconds *float64 `json:"worst_case_staleness_seconds"`
+	// Watched is the number of watched messages (record-keyed, or tracked on
+	// request); WatchedRotationSeconds the time to re-read all of them, from the
+	// last ticks' throughput. null when not known yet.
+	Watched                int      `json:"watched"`
+	WatchedRotationSeconds *float64 `json:"watched_rotation_seconds"`
+	// PhysicalLimitSeconds is the least time the configured rates allow for
+	// re-reading every tracked message and thread (⌈messages ÷ page⌉ history calls
+	// and threads + replies ÷ page replies calls, the two methods at once);
+	// RotationToLimit is the rotation period over it (1 is the physical best).
+	PhysicalLimitSeconds *float64 `json:"physical_limit_seconds"`
+	RotationToLimit      *float64 `json:"rotation_to_limit"`
+	// PageCap is the most messages a conversations.history page was seen to hold
+	// (15 for non-Marketplace apps), 0 while unknown.
+	PageCap int `json:"page_cap"`
 }
 
 // Tick is the last tick's summary.
@@ -239,6 +257,22 @@ func (r *Report) addTick(s rm.TickSummary, interval time.Duration) {
 	if rot, ok := r.rotation(s, interval); ok {
 		r.Coverage.RotationPeriodSeconds = seconds(rot)
 		r.Coverage.WorstCaseStalenessSeconds = seconds(rot + interval)
+		if s.PhysicalLimit > 0 && rot > 0 {
+			ratio := rot.Seconds() / s.PhysicalLimit.Seconds()
+			r.Coverage.RotationToLimit = &ratio
+		}
+	}
+	r.Coverage.Watched, r.Coverage.PageCap = s.Watched, s.PageCap
+	if s.WatchedRotation > 0 {
+		r.Coverage.WatchedRotationSeconds = seconds(s.WatchedRotation)
+	}
+	if s.PhysicalLimit > 0 {
+		r.Coverage.PhysicalLimitSeconds = seconds(s.PhysicalLimit)
+	}
+	for i := range r.Conversations {
+		if age, ok := s.HeadAges[r.Conversations[i].ID]; ok {
+			r.Conversations[i].HeadAgeSeconds = seconds(age)
+		}
 	}
 }
 

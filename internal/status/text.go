@@ -17,10 +17,14 @@ import (
 func (r *Report) WriteText(w io.Writer) error {
 	p := &printer{w: w}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "CONVERSATION\tNAME\tTYPE\tSTATUS\tMESSAGES\tTHREADS\tTRACKED\tLAST SWEPT")
+	fmt.Fprintln(tw, "CONVERSATION\tNAME\tTYPE\tSTATUS\tMESSAGES\tTHREADS\tTRACKED\tLAST SWEPT\tHEAD AGE")
 	for _, c := range r.Conversations {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\n", c.ID, dash(c.Name), dash(c.Type),
-			c.statusText(), c.Messages, c.Threads, c.Tracked, r.ago(c.LastSweptAt))
+		head := "-"
+		if c.HeadAgeSeconds != nil {
+			head = dur(*c.HeadAgeSeconds)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", c.ID, dash(c.Name), dash(c.Type),
+			c.statusText(), c.Messages, c.Threads, c.Tracked, r.ago(c.LastSweptAt), head)
 	}
 	if len(r.Conversations) == 0 {
 		fmt.Fprintln(tw, "(none: set conversations or discover: member in the config)")
@@ -45,6 +49,24 @@ func (r *Report) WriteText(w io.Writer) error {
 			dur(*cv.RotationPeriodSeconds), dur(*cv.WorstCaseStalenessSeconds), dur(r.IntervalSeconds))
 	} else {
 		p.line("rotation period: unknown until a tick reads from the tail; interval %s", dur(r.IntervalSeconds))
+	}
+	if cv.PhysicalLimitSeconds != nil {
+		ratio := ""
+		if cv.RotationToLimit != nil {
+			ratio = fmt.Sprintf(" (rotation is %.2f× that)", *cv.RotationToLimit)
+		}
+		page := "unknown yet"
+		if cv.PageCap > 0 {
+			page = fmt.Sprint(cv.PageCap)
+		}
+		p.line("physical limit at the configured rates: %s%s; history page cap: %s", dur(*cv.PhysicalLimitSeconds), ratio, page)
+	}
+	if cv.Watched > 0 {
+		rot := "unknown yet"
+		if cv.WatchedRotationSeconds != nil {
+			rot = dur(*cv.WatchedRotationSeconds)
+		}
+		p.line("watched: %d messages; watched rotation: %s", cv.Watched, rot)
 	}
 	r.writeTick(p)
 	return p.err
