@@ -81,8 +81,10 @@ func (w *world) tick(rt http.RoundTripper) (sum rm.TickSummary, panicked any, er
 	}
 	// Users and conversations.info are re-read every tick (newWorld ticks a minute
 	// apart), so that their bad answers are met too.
+	// Heads are read on every tick too (a bound of one interval), so that a bad
+	// answer to a head read is met, not only to the tail's ranges.
 	p := rm.NewPoller(w.store, src, rm.PollerConfig{Conversations: w.convs, Budget: budget, Interval: time.Minute,
-		UserCacheTTL: time.Minute, InfoRefresh: time.Minute})
+		UserCacheTTL: time.Minute, InfoRefresh: time.Minute, Tracking: rm.TrackingPolicy{HeadMaxAge: time.Minute}})
 	defer func() { panicked = recover() }()
 	sum, err = p.Tick(context.Background())
 	return sum, nil, err

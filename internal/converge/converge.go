@@ -90,7 +90,7 @@ type msgKey struct {
 
 // comparable strips what only polling knows, which the truth cannot say.
 func comparable(m rm.MessageLine) rm.MessageLine {
-	m.LastPolledAt, m.MissingSince, m.Record = nil, nil, ""
+	m.LastPolledAt, m.MissingSince, m.Record, m.Tracked = nil, nil, "", false
 	return m
 }
 

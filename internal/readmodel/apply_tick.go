@@ -97,6 +97,9 @@ func (t *tick) isUnlocated(ref Ref) bool {
 // its replies until its thread is read. The replies stream stores the parent and its
 // replies in one transaction.
 func (t *tick) deferNewParents(msgs []Message) ([]Message, error) {
+	if t.p.cfg.Budget.RepliesCalls == 0 {
+		return msgs, nil // no thread read will come: the parent is stored as read
+	}
 	var keep, later []Message
 	err := t.p.store.View(func(tx Tx) error {
 		for _, m := range msgs {

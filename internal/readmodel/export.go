@@ -60,6 +60,9 @@ type MessageLine struct {
 	MissingSince   *time.Time  `json:"missing_since"`
 	Record         string      `json:"record"`
 	LastPolledAt   *time.Time  `json:"last_polled_at"`
+	// Tracked is false for a message the tracking policy retired (older than
+	// tracking.horizon and not watched): kept, no longer re-read in rotation.
+	Tracked bool `json:"tracked"`
 }
 
 // UserLine is one looked-up user in the export format (design.md §6).
@@ -152,7 +155,7 @@ func NewMessageLine(m *Message, replies []Message, label Labeler) MessageLine {
 		ReplyCount: m.ReplyCount, LatestReply: m.LatestReply, ReplyWatermark: m.ReplyWatermark,
 		Replies: rl, OwnPost: m.OwnPost, Deleted: m.Deleted,
 		MissingSince: utcPtr(m.MissingSince), Record: m.Record,
-		LastPolledAt: utcPtr(m.LastPolledAt),
+		LastPolledAt: utcPtr(m.LastPolledAt), Tracked: !m.Retired,
 	}
 }
 

@@ -177,8 +177,10 @@ func (t *tick) readHead(c Conversation) error {
 	t.mu.Lock()
 	t.headDone[c.ID] = true
 	t.mu.Unlock()
-	fresh, err := t.sweep(c)
-	if ends(err) && !errors.Is(err, errStreamStop) {
+	fresh, pages, err := t.sweep(c)
+	if pages == 0 || (ends(err) && !errors.Is(err, errStreamStop)) {
+		// Nothing was read (the stream stopped first, the read failed): the head
+		// is as old as it was.
 		return err
 	}
 	now := t.now()

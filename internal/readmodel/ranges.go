@@ -62,6 +62,22 @@ func (t *tick) isWatched(ref Ref) bool {
 	return t.watched[ref]
 }
 
+// retirePastHorizon retires the messages of refs the tracking policy no longer
+// rotates: whatever read them, they leave the rotation from here.
+func (t *tick) retirePastHorizon(refs []Ref) error {
+	if t.p.cfg.Tracking.Horizon <= 0 {
+		return nil
+	}
+	now := t.now()
+	var old []Ref
+	for _, r := range refs {
+		if t.pastHorizon(&Message{Channel: r.Channel, TS: r.TS}, now) {
+			old = append(old, r)
+		}
+	}
+	return t.p.w.retire(old)
+}
+
 // tailAnchor returns the least recently read tracked message due for a history
 // re-read, walking the tail index from its oldest entry. Entries past the tracking
 // horizon met on the way are retired (they leave the index).
@@ -290,6 +306,9 @@ func (t *tick) readRange(sp *span) error {
 		t.queueLocate(placeholders)
 	}
 	t.countRange(sp, seen, complete && provable)
+	if err := t.retirePastHorizon(sp.refs); err != nil {
+		return err
+	}
 	if learned {
 		return nil // sized for a larger page: the anchor was not reached, not failed
 	}

@@ -76,13 +76,10 @@ func (t *tick) estimateStaleness() {
 		}
 		return time.Duration(float64(total.span) * float64(n) / float64(reads)).Round(time.Second)
 	}
-	st.RotationPeriod = period(st.Tracked, total.reads)
-	if th := period(st.Threads, total.threads); th > st.RotationPeriod || (st.Threads > 0 && total.threads == 0) {
-		st.RotationPeriod = th
-	}
-	// With ranges, a rotation costs calls, not reads: the pages the store needs at
-	// the rate the rotation got its method's calls (what head reads and thread syncs
-	// leave it).
+	// With ranges a rotation costs calls, not reads: the pages the store needs at the
+	// rate the rotation got its method's calls (what head reads and thread syncs
+	// leave it); the read throughput is the other bound. A class with members and
+	// neither figure yet leaves the period unknown (0).
 	page := t.p.pageCap
 	if page <= 0 {
 		page = HistoryPageLimit
@@ -91,12 +88,16 @@ func (t *tick) estimateStaleness() {
 	for _, n := range perConv {
 		pages += (n + page - 1) / page
 	}
-	st.RotationPeriod = max(st.RotationPeriod, period(pages, total.rangeCalls),
-		period(parents+replies/page, total.threadCalls))
+	messages := max(period(st.Tracked, total.reads), period(pages, total.rangeCalls))
+	threads := max(period(st.Threads, total.threads), period(parents+replies/page, total.threadCalls))
+	st.RotationPeriod = max(messages, threads)
+	if (st.Tracked > 0 && messages == 0) || (st.Threads > 0 && threads == 0) {
+		st.RotationPeriod = 0
+	}
 	// Throughput alone is optimistic with ranges: a dense conversation re-reads a
 	// page of messages a call, a scattered message costs a call of its own. What the
 	// rotation lags behind now is what a change may wait.
-	if st.Tracked > 0 && (st.RotationPeriod > 0 || total.lag > 0) {
+	if st.RotationPeriod > 0 {
 		st.RotationPeriod = max(st.RotationPeriod, total.lag.Round(time.Second))
 	}
 	st.WatchedRotation = period(st.Watched, total.watched)

@@ -5,12 +5,12 @@ package readmodel
 // (resumeWalk). Without resuming, a window deeper than the pages a tick can spend on
 // it — 15 messages a page and a few pages a tick under non_marketplace — would be
 // read from the newest message again every time and its older part never.
-func (t *tick) sweep(c Conversation) (fresh int, err error) {
+func (t *tick) sweep(c Conversation) (fresh, pages int, err error) {
 	ch := c.ID
 	if c.WalkBottom != "" && c.WalkTop != "" {
-		resumed, fresh, err := t.resumeWalk(ch, c)
+		resumed, fresh, pages, err := t.resumeWalk(ch, c)
 		if err != nil || resumed {
-			return fresh, err
+			return fresh, pages, err
 		}
 		c.CoveredTo, c.WalkTop, c.WalkBottom = c.WalkTop, "", ""
 	}
@@ -22,20 +22,20 @@ func (t *tick) sweep(c Conversation) (fresh int, err error) {
 // arrives (one transaction per page). Only a walk that reached its empty cursor is a
 // complete read of the window (rule 4), which marks missing_since on stored timeline
 // messages it did not return. covered is the conversation's CoveredTo.
-func (t *tick) freshWalk(ch string, covered TS) (int, error) {
+func (t *tick) freshWalk(ch string, covered TS) (int, int, error) {
 	readAt := t.now()
 	oldest := TSFromUnix(readAt.Add(-t.p.cfg.BulkWindow).Unix())
 	w := walk{ch: ch, floor: covered, seen: map[TS]bool{}, provable: true}
 	done, err := t.walk(&w, HistoryRequest{Channel: ch, Oldest: oldest, Limit: HistoryPageLimit})
 	if err != nil || !done {
-		return w.fresh, err
+		return w.fresh, w.pages, err
 	}
 	if w.provable {
 		if _, err := t.p.w.markMissing(ch, oldest, TSFromUnix(readAt.Unix()), false, w.seen, false, t.now()); err != nil {
-			return w.fresh, err
+			return w.fresh, w.pages, err
 		}
 	}
-	return w.fresh, t.walkDone(ch, w.coveredTop())
+	return w.fresh, w.pages, t.walkDone(ch, w.coveredTop())
 }
 
 // resumeWalk reads the part of a walk cut short that it did not reach: newest first
@@ -45,21 +45,21 @@ func (t *tick) freshWalk(ch string, covered TS) (int, error) {
 // pages were read over several ticks. It reports false, without a call, when nothing
 // is left to read (the window's start moved past the walk's bottom): then the walk is
 // complete and the sweep goes on with a fresh walk.
-func (t *tick) resumeWalk(ch string, c Conversation) (bool, int, error) {
+func (t *tick) resumeWalk(ch string, c Conversation) (bool, int, int, error) {
 	floor := TSFromUnix(t.now().Add(-t.p.cfg.BulkWindow).Unix())
 	if floor.Before(c.CoveredTo) {
 		floor = c.CoveredTo
 	}
 	if !floor.Before(c.WalkBottom) {
 		err := t.p.w.updateConversation(ch, func(c *Conversation) { c.CoveredTo, c.WalkTop, c.WalkBottom = c.WalkTop, "", "" })
-		return false, 0, err
+		return false, 0, 0, err
 	}
 	w := walk{ch: ch, top: c.WalkTop, bottom: c.WalkBottom, seen: map[TS]bool{}}
 	done, err := t.walk(&w, HistoryRequest{Channel: ch, Oldest: floor, Latest: c.WalkBottom, Limit: HistoryPageLimit})
 	if err != nil || !done {
-		return true, w.fresh, err
+		return true, w.fresh, w.pages, err
 	}
-	return true, w.fresh, t.walkDone(ch, w.coveredTop())
+	return true, w.fresh, w.pages, t.walkDone(ch, w.coveredTop())
 }
 
 // walk is one bulk window walk in progress: it has read every message in
@@ -84,8 +84,9 @@ type walk struct {
 	// says nothing about what lies above it, and no progress is recorded (Slack does
 	// not document its paging direction for every case).
 	disordered bool
-	// fresh counts the messages the walk stored for the first time.
-	fresh int
+	// fresh counts the messages the walk stored for the first time; pages the
+	// pages it read.
+	fresh, pages int
 }
 
 // walk pages req until the empty cursor (done), a spent cap, the deadline, an error or
@@ -104,6 +105,7 @@ func (t *tick) walk(w *walk, req HistoryRequest) (done bool, err error) {
 			}
 			return false, t.conversationFailed(w.ch, err)
 		}
+		w.pages++
 		t.learnPageCap(req.Limit, &page)
 		var unread []TS
 		for _, s := range page.Skipped {

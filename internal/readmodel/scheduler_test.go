@@ -1,0 +1,184 @@
+package readmodel_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	rm "github.com/slackpoll/slackpoll/internal/readmodel"
+)
+
+// A head read cut short before its call (the history cap spent, the soft deadline
+// passed) read nothing: the conversation's head must stay as old as it was, or a
+// conversation that comes last in a tick would pass for read on every tick and never
+// be swept (found by TestNonMarketplaceSixChannelsConverge).
+func TestHeadReadCutBeforeItsCallIsNotRecorded(t *testing.T) {
+	src := newStub()
+	src.addChannel(ch)
+	src.post(msg(ch, ts(60, 0), "U1", "new"))
+	store := openStore(t)
+	clock := &fixedClock{t: epoch}
+	b := defaultBudget()
+	b.HistoryCalls = 0
+	p := rm.NewPoller(store, src, rm.PollerConfig{Conversations: []string{ch}, Budget: b, Now: clock.Now})
+	mustTick(t, p)
+	if c := conversation(t, store); c.HeadReadAt != nil {
+		t.Fatalf("head_read_at = %v after a tick that made no history call, want none", c.HeadReadAt)
+	}
+	b.HistoryCalls = 1
+	p = rm.NewPoller(store, src, rm.PollerConfig{Conversations: []string{ch}, Budget: b, Now: clock.Now})
+	mustTick(t, p)
+	if c := conversation(t, store); c.HeadReadAt == nil || !c.HeadReadAt.Equal(epoch) {
+		t.Fatalf("head_read_at = %v after a head read, want %v", c.HeadReadAt, epoch)
+	}
+}
+
+// While the tail is behind, a quiet conversation's head is read at the head bound,
+// not on every tick: its reads return nothing, and the calls go to the tail.
+func TestQuietHeadIsReadAtTheBoundWhileTheTailIsBehind(t *testing.T) {
+	src := newStub()
+	src.addChannel(ch)
+	src.pageSize = 2
+	store := openStore(t)
+	for i := range 40 { // older than the bulk window: only the tail reads them
+		m := msg(ch, ts(100*3600+i, 0), "U1", "old")
+		src.post(m)
+		if err := rm.Track(store, ch, m.TS, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clock := &fixedClock{t: epoch}
+	b := defaultBudget()
+	b.HistoryCalls = 1
+	p := rm.NewPoller(store, src, rm.PollerConfig{Conversations: []string{ch}, Budget: b, Now: clock.Now,
+		Tracking: rm.TrackingPolicy{HeadMaxAge: 5 * time.Minute}})
+	heads := 0
+	for range 20 {
+		n := len(src.callsOf(rm.MethodHistory))
+		mustTick(t, p)
+		for _, c := range src.callsOf(rm.MethodHistory)[n:] {
+			if c.hist.Latest == "" {
+				heads++
+			}
+		}
+		clock.Advance(time.Minute)
+	}
+	// The first tick reads the head (never read), then one tick in five.
+	if heads < 4 || heads > 5 {
+		t.Fatalf("head reads in 20 one-call ticks with a 5-minute bound = %d, want 4 or 5", heads)
+	}
+}
+
+// notFoundReactions answers every reactions.get with message_not_found, as Slack does
+// for a deleted message — and, for all reactions.get can tell, for a deleted parent
+// whose replies live on, which conversations.history returns as a tombstone.
+type notFoundReactions struct{ *stubSource }
+
+func (s notFoundReactions) ReactionsGet(ctx context.Context, ref rm.Ref) (rm.Message, error) {
+	_, _ = s.stubSource.ReactionsGet(ctx, ref) // logged as a call
+	return rm.Message{}, &rm.APIError{Method: rm.MethodReactionsGet, Code: "message_not_found", Class: rm.ClassItem}
+}
+
+// message_not_found from reactions.get is not absence: the message is left to the
+// history rotation, which reads the tombstone and marks the parent deleted. Marking it
+// missing there kept a watched tombstone missing for ever (convergence seed 159): the
+// reactions.get read on every tick made it look fresh to history.
+func TestReactionsNotFoundLeavesTheMessageToHistory(t *testing.T) {
+	src := newStub()
+	src.identity.Scopes = append(src.identity.Scopes, rm.ScopeReactionsRead)
+	src.addChannel(ch)
+	parent := ts(100*3600, 0)
+	src.post(msg(ch, parent, "U1", "parent"))
+	src.setThread(ch, parent, msg(ch, ts(100*3600-10, 0), "U2", "reply"))
+	store := openStore(t)
+	clock := &fixedClock{t: epoch}
+	p := rm.NewPoller(store, notFoundReactions{src}, rm.PollerConfig{Conversations: []string{ch}, Budget: defaultBudget(), Now: clock.Now})
+	if err := rm.Track(store, ch, parent, "ticket-1"); err != nil {
+		t.Fatal(err)
+	}
+	mustTick(t, p) // reads it
+	src.edit(ch, parent, func(m *rm.Message) { m.Subtype, m.Text, m.User = rm.SubtypeTombstone, "This message was deleted.", "" })
+	for range 3 {
+		clock.Advance(time.Minute)
+		mustTick(t, p)
+	}
+	if n := len(src.callsOf(rm.MethodReactionsGet)); n == 0 {
+		t.Fatal("reactions.get was never called: the test does not test it")
+	}
+	m := getMsg(t, store, ch, parent)
+	if m.MissingSince != nil || !m.Deleted || m.Text != "parent" {
+		t.Fatalf("watched tombstone parent = %+v, want deleted (content kept), not missing", m)
+	}
+}
+
+// A thread parent the store did not hold is stored with its replies, in one
+// transaction, by its thread read: a range read that meets it does not store it alone.
+// With no replies call allowed, the parent is stored as read.
+func TestNewThreadParentIsStoredWithItsReplies(t *testing.T) {
+	for _, replies := range []int{12, 0} {
+		src := newStub()
+		src.addChannel(ch)
+		a, parent, c := ts(100*3600+20, 0), ts(100*3600+10, 0), ts(100*3600, 0)
+		for _, x := range []rm.TS{a, parent, c} {
+			src.post(msg(ch, x, "U1", "old"))
+		}
+		src.setThread(ch, parent, msg(ch, ts(100*3600-5, 0), "U2", "reply"))
+		store := openStore(t)
+		for _, x := range []rm.TS{a, c} { // the store holds the neighbours only
+			if err := rm.Track(store, ch, x, ""); err != nil {
+				t.Fatal(err)
+			}
+		}
+		clock := &fixedClock{t: epoch}
+		b := defaultBudget()
+		b.RepliesCalls = replies
+		p := rm.NewPoller(store, src, rm.PollerConfig{Conversations: []string{ch}, Budget: b, Now: clock.Now})
+		mustTick(t, p)
+		m := getMsg(t, store, ch, parent)
+		got := getReplies(t, store, ch, parent)
+		switch {
+		case replies > 0 && (len(got) != 1 || m.ReplyWatermark != m.LatestReply || m.LastPolledAt == nil):
+			t.Fatalf("parent %+v with replies %v, want it stored with its reply and watermark", m, replyTS(got))
+		case replies == 0 && (m.Text != "old" || len(got) != 0):
+			t.Fatalf("without replies calls: parent %+v, replies %v, want the parent as read", m, replyTS(got))
+		}
+	}
+}
+
+// Past tracking.horizon a message nobody watches leaves the rotation but stays in the
+// store and the export (tracked: false); a longer horizon brings it back.
+func TestHorizonRetiresAndALongerOneBringsBack(t *testing.T) {
+	src := newStub()
+	src.addChannel(ch)
+	old, watchedOld := ts(10*24*3600, 0), ts(10*24*3600-60, 0)
+	src.post(msg(ch, old, "U1", "old"))
+	src.post(msg(ch, watchedOld, "U1", "watched"))
+	store := openStore(t)
+	clock := &fixedClock{t: epoch}
+	// Stored by an earlier poller with no horizon, then one with a 7-day horizon.
+	p := rm.NewPoller(store, src, rm.PollerConfig{Conversations: []string{ch}, Budget: defaultBudget(), Now: clock.Now,
+		BulkWindow: 30 * 24 * time.Hour})
+	mustTick(t, p)
+	if err := rm.Track(store, ch, watchedOld, "ticket-7"); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Minute)
+	p = rm.NewPoller(store, src, rm.PollerConfig{Conversations: []string{ch}, Budget: defaultBudget(), Now: clock.Now,
+		Tracking: rm.TrackingPolicy{Horizon: 7 * 24 * time.Hour}})
+	mustTick(t, p)
+	if m := getMsg(t, store, ch, old); !m.Retired || m.Text != "old" {
+		t.Fatalf("message past the horizon = %+v, want retired with its content", m)
+	}
+	if m := getMsg(t, store, ch, watchedOld); m.Retired {
+		t.Fatalf("watched message past the horizon was retired: %+v", m)
+	}
+	if line := rm.NewMessageLine(&rm.Message{Channel: ch, TS: old, Retired: true}, nil, nil); line.Tracked {
+		t.Fatal("export line of a retired message says tracked")
+	}
+	clock.Advance(time.Minute)
+	p = rm.NewPoller(store, src, rm.PollerConfig{Conversations: []string{ch}, Budget: defaultBudget(), Now: clock.Now})
+	mustTick(t, p)
+	if m := getMsg(t, store, ch, old); m.Retired {
+		t.Fatalf("with no horizon the message stays retired: %+v", m)
+	}
+}
