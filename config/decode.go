@@ -119,7 +119,11 @@ func (w *walker) structure(v reflect.Value, n *yaml.Node, path string) {
 			if path != "" {
 				under = "known keys under " + path
 			}
-			w.failNamed(k.Line, key, "unknown key %q (%s: %s)", key, under, strings.Join(names(fields), ", "))
+			msg := fmt.Sprintf("unknown key %q (%s: %s)", key, under, strings.Join(names(fields), ", "))
+			if why, ok := replacedKeys[key]; ok {
+				msg += "; " + why
+			}
+			w.failNamed(k.Line, key, "%s", msg)
 			continue
 		}
 		w.mark(key, k.Line)
@@ -322,4 +326,11 @@ func kindName(n *yaml.Node) string {
 		return "alias"
 	}
 	return "document"
+}
+
+// replacedKeys says what became of keys earlier versions had, for the unknown-key
+// error an old config file meets.
+var replacedKeys = map[string]string{
+	"budget.history_pages": "it became budget.history_calls, the cap on all conversations.history calls (head reads and tail ranges)",
+	"budget.tail_fetches":  "tail reads are now conversations.history ranges, capped by budget.history_calls; remove it",
 }

@@ -205,3 +205,17 @@ func TestLoadEnvOrDefault(t *testing.T) {
 		t.Errorf("flag: %q", got)
 	}
 }
+
+// A config file of an earlier version meets an error that says what became of its
+// budget keys, not only that they are unknown.
+func TestReplacedBudgetKeysSayWhatTheyBecame(t *testing.T) {
+	_, err := Load(writeConfig(t, "budget:\n  history_pages: 8\n  tail_fetches: 25\n"))
+	if err == nil {
+		t.Fatal("old budget keys accepted")
+	}
+	for _, want := range []string{`unknown key "budget.history_pages"`, "budget.history_calls", `unknown key "budget.tail_fetches"`, "remove it"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+}

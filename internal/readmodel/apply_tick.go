@@ -84,12 +84,6 @@ func (t *tick) queueLocate(refs []Ref) {
 	t.wake()
 }
 
-func (t *tick) isUnlocated(ref Ref) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.p.unlocated[ref]
-}
-
 // deferNewParents takes out of msgs the thread parents with replies that the store does
 // not hold read (absent, or a never-read placeholder) and queues their threads, each
 // with the parent as read: a read reaches parents the store never had (a range covers

@@ -117,7 +117,6 @@ type Poller struct {
 	log   *slog.Logger
 
 	identity     *Identity
-	rotation     int                 // which conversation a head read prefers on ties
 	pendingUsers map[string]struct{} // user IDs seen but not (freshly) resolved
 	lastDiscover time.Time
 	// pageCap is the most messages a history page was seen to hold when the server
