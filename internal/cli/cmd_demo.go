@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 	"log/slog"
 	"os"
 	"strings"
@@ -60,7 +61,7 @@ func cmdDemo(ctx context.Context, c *cmdCtx) error {
 func demoCalls(calls map[string]int) string {
 	total := 0
 	var parts []string
-	for _, m := range []string{"conversations.history", "conversations.replies", "users.info", "conversations.info", "auth.test"} {
+	for _, m := range rm.Methods() {
 		if n := calls[m]; n > 0 {
 			parts = append(parts, fmt.Sprintf("%s %d", m, n))
 			total += n

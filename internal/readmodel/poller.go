@@ -108,7 +108,8 @@ func (c *PollerConfig) spacing(method string) time.Duration {
 }
 
 // Poller keeps a Store current from a Source, one bounded tick at a time, by the
-// replace-on-read contract (docs/design.md). It is not safe for concurrent Ticks.
+// replace-on-read contract (README: "Replace on read"). Tick is not safe for
+// concurrent use; within a tick, its per-method streams run concurrently.
 type Poller struct {
 	store Store
 	src   Source
