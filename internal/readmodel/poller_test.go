@@ -164,6 +164,11 @@ func TestBudgetExhaustionMidThreadIsCleanStop(t *testing.T) {
 	if got := getReplies(t, store, ch, parent); len(got) != 0 {
 		t.Fatalf("replies = %v, want none written for a thread cut short", replyTS(got))
 	}
+	// A new parent waits a few ticks for its thread to be read whole, then its own
+	// read is stored alone: not lost, its watermark empty.
+	for range 4 {
+		mustTick(t, p)
+	}
 	if m := getMsg(t, store, ch, parent); m.ReplyWatermark != "" || m.Text != "parent" {
 		t.Fatalf("parent = %+v: the history read is kept, the watermark must stay empty", m)
 	}

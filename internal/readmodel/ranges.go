@@ -267,21 +267,19 @@ func (t *tick) readRange(sp *span) error {
 		t.rangeCalls++
 		t.mu.Unlock()
 		learned = t.learnPageCap(req.Limit, &page)
-		var unread []TS
 		for _, s := range page.Skipped {
 			if s.TS == "" {
 				provable = false
 				continue
 			}
 			seen[s.TS] = true // unreadable, not absent
-			unread = append(unread, s.TS)
 		}
 		if len(page.Skipped) > 0 {
 			t.skip("%s: %d undecodable message(s): %s", sp.ch, len(page.Skipped), joinErrs(page.Skipped))
 		}
-		if err := t.p.w.trackUnread(sp.ch, unread); err != nil {
-			return err
-		}
+		// An undecodable message the store holds stays as it is (not absent); one it
+		// does not hold is not tracked from here: a range covers old messages the
+		// store never had, and the next range over them meets it again.
 		if _, err := t.applyReads(inSpan(page.Messages, sp), seen, started); err != nil {
 			return err
 		}

@@ -212,7 +212,7 @@ func (t *tick) readThread(c threadCandidate) error {
 				t.mu.Unlock()
 				return err
 			}
-			if kerr := t.keepFirst(c, started); kerr != nil {
+			if kerr := t.keepFirst(c, started, ends(err) || ClassOf(err) == ClassTransient); kerr != nil {
 				return kerr
 			}
 			if ends(err) {
@@ -233,7 +233,7 @@ func (t *tick) readThread(c threadCandidate) error {
 		for _, s := range page.Skipped {
 			if s.TS == "" || s.TS == parent.TS {
 				t.skip("%s/%s thread: undecodable message: %s (nothing written)", parent.Channel, parent.TS, s.Err)
-				return t.keepFirst(c, started)
+				return t.keepFirst(c, started, true)
 			}
 			r.keep[s.TS] = true
 		}
@@ -257,7 +257,7 @@ func (t *tick) readThread(c threadCandidate) error {
 		}
 		if page.NextCursor == cursor {
 			t.skip("%s/%s thread: conversations.replies returned the cursor it was given (nothing written)", parent.Channel, parent.TS)
-			return t.keepFirst(c, started)
+			return t.keepFirst(c, started, true)
 		}
 		cursor = page.NextCursor
 	}
@@ -270,16 +270,30 @@ func (t *tick) readThread(c threadCandidate) error {
 	return t.writeThread(parent, latestReply, &r, started)
 }
 
-// keepFirst stores the parent a read deferred to its thread read when that thread
-// read began but could not be made whole: the parent's own read is not lost, and its
-// watermark, still empty, has the thread read again.
-func (t *tick) keepFirst(c threadCandidate, started time.Time) error {
+// keepFirst handles a parent a read deferred to its thread read when that thread read
+// began but could not be made whole. A failure that may pass (retry) carries the
+// candidate to the next tick, up to carryTries times, so that the parent is stored
+// with its thread; after that, or for a failure that will not pass, the parent is
+// stored as read: its own read is not lost, and its watermark, still empty, has the
+// thread read again later.
+func (t *tick) keepFirst(c threadCandidate, started time.Time, retry bool) error {
 	if c.first == nil {
+		return nil
+	}
+	if retry && c.tries < carryTries {
+		c.tries++
+		t.mu.Lock()
+		t.p.carried = append(t.p.carried, c)
+		t.mu.Unlock()
 		return nil
 	}
 	_, err := t.p.w.applyReads([]Message{*c.first}, t.p.identity, started)
 	return err
 }
+
+// carryTries is how many ticks a deferred parent waits for its thread read to succeed
+// before it is stored alone.
+const carryTries = 3
 
 // writeThread replaces a fully read thread through the writer, then notes the users
 // its messages name.

@@ -68,6 +68,8 @@ type threadCandidate struct {
 	// is stored with its thread, in one transaction, so that a parent never stands
 	// without its replies (deferNewParents).
 	first *Message
+	// tries counts the thread reads of first that failed.
+	tries int
 }
 
 func newTick(p *Poller, ctx context.Context) *tick {
@@ -201,7 +203,7 @@ func (t *tick) wake() { t.cond.Broadcast() }
 
 func (t *tick) finish(err error) TickSummary {
 	t.sum.Finished = t.now()
-	t.p.carried = append(t.p.carried[:0], t.threadQueue...)
+	t.p.carried = append(t.p.carried, t.threadQueue...)
 	why := "the soft deadline passed"
 	if t.replies.stop == "budget:replies_calls" {
 		why = "replies_calls is spent this tick"
