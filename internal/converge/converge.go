@@ -76,6 +76,11 @@ func ModelLines(s rm.Store, configured []string) (Lines, error) {
 type Report struct {
 	Messages, Threads, Users int      // compared, from the truth
 	Differences              []string // one per difference, readable
+	// Pending counts the differences on messages the model says it has not read
+	// yet: a tracked placeholder never read (last_polled_at null), or a thread parent
+	// whose reply watermark is behind its latest_reply. They are work in progress,
+	// visible as such to a reader of the model, not stale data presented as read.
+	Pending int
 }
 
 func (r Report) String() string {
@@ -171,6 +176,9 @@ func Diff(model, truth Lines, since rm.TS) Report {
 		}
 		if d := cmp.Diff(want, comparable(mm)); d != "" {
 			add("message %s/%s differs (-truth +model):\n%s", tm.Channel, tm.TS, d)
+			if mm.LastPolledAt == nil || mm.ReplyWatermark != mm.LatestReply {
+				r.Pending++
+			}
 		}
 	}
 	for _, mm := range model.Messages {

@@ -61,10 +61,21 @@ func (t *tick) nextHistory() (historyAction, error) {
 	if err != nil {
 		return historyAction{}, err
 	}
+	// Forced heads go first while they have had at most half of the stream's calls
+	// this tick (a conversation never read, always): the bound is computed from the
+	// configured rate, and when calls come slower than that (Retry-After, slow
+	// answers) forced heads alone would take every call and starve the rotation.
+	// The stalest forced head first (never read counts as stalest), so that every
+	// conversation gets its turn when only some can be read in a tick.
+	var forced *Conversation
+	var forcedAge time.Duration
 	for i := range heads {
-		if heads[i].forced {
-			return historyAction{head: &heads[i].c}, nil
+		if heads[i].forced && (forced == nil || heads[i].age > forcedAge) {
+			forced, forcedAge = &heads[i].c, heads[i].age
 		}
+	}
+	if forced != nil && (forced.HeadReadAt == nil || t.headsWithinHalf()) {
+		return historyAction{head: forced}, nil
 	}
 	if !t.reactionsUsable() && t.owesWatched(t.history) {
 		a, ok, err := t.watchedAnchor()
@@ -91,6 +102,9 @@ func (t *tick) nextHistory() (historyAction, error) {
 		}
 	}
 	if !ok {
+		if forced != nil {
+			return historyAction{head: forced}, nil
+		}
 		if best != nil {
 			return historyAction{head: &best.c}, nil
 		}
@@ -112,6 +126,14 @@ func (t *tick) nextHistory() (historyAction, error) {
 // the physical limit), and it sets how late a new message may appear in a quiet
 // conversation: 10 calls per conversation, 30 minutes for 3 at 1 request a minute.
 const headShare = 10
+
+// headsWithinHalf reports whether head reads have had at most half of the history
+// stream's calls this tick, counting the next.
+func (t *tick) headsWithinHalf() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return 2*t.headCalls <= t.history.calls+1
+}
 
 // headCandidate is a conversation whose head may be read this tick.
 type headCandidate struct {
@@ -178,6 +200,9 @@ func (t *tick) readHead(c Conversation) error {
 	t.headDone[c.ID] = true
 	t.mu.Unlock()
 	fresh, pages, err := t.sweep(c)
+	t.mu.Lock()
+	t.headCalls += pages
+	t.mu.Unlock()
 	if pages == 0 || (ends(err) && !errors.Is(err, errStreamStop)) {
 		// Nothing was read (the stream stopped first, the read failed): the head
 		// is as old as it was.

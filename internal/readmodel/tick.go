@@ -59,6 +59,8 @@ type tick struct {
 	// rangeCalls and threadCalls are the history calls of tail ranges and the
 	// replies calls of thread reads this tick: the rotation's share of each method.
 	rangeCalls, threadCalls int
+	// headCalls are the history calls of head reads this tick.
+	headCalls int
 }
 
 type threadCandidate struct {
