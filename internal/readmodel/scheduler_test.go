@@ -182,3 +182,51 @@ func TestHorizonRetiresAndALongerOneBringsBack(t *testing.T) {
 		t.Fatalf("with no horizon the message stays retired: %+v", m)
 	}
 }
+
+// badReply makes one reply of every conversations.replies answer undecodable, once.
+type badReply struct {
+	*stubSource
+	bad  rm.TS
+	done bool
+}
+
+func (s *badReply) Replies(ctx context.Context, req rm.RepliesRequest) (rm.Page, error) {
+	p, err := s.stubSource.Replies(ctx, req)
+	for i, m := range p.Messages {
+		if m.TS == s.bad && !s.done {
+			s.done = true
+			p.Messages = append(p.Messages[:i:i], p.Messages[i+1:]...)
+			p.Skipped = append(p.Skipped, rm.ItemError{TS: m.TS, Err: "decode message: unknown block element"})
+			break
+		}
+	}
+	return p, err
+}
+
+// A thread read with an undecodable reply the store never held is not a whole read:
+// the other replies are written, but the watermark stays behind latest_reply, so the
+// model says the thread is not read whole, and the next read fills the reply in.
+// Claimed whole, the thread hid the reply for a rotation (convergence seed 34360).
+func TestUndecodableNewReplyLeavesTheThreadNotReadWhole(t *testing.T) {
+	src := newStub()
+	src.addChannel(ch)
+	parent := ts(600, 0)
+	src.post(msg(ch, parent, "U1", "parent"))
+	src.setThread(ch, parent, msg(ch, ts(500, 0), "U2", "first"), msg(ch, ts(400, 0), "U2", "second"))
+	bad := &badReply{stubSource: src, bad: ts(500, 0)}
+	store := openStore(t)
+	clock := &fixedClock{t: epoch}
+	p := rm.NewPoller(store, bad, rm.PollerConfig{Conversations: []string{ch}, Budget: defaultBudget(), Now: clock.Now})
+	mustTick(t, p)
+	m := getMsg(t, store, ch, parent)
+	if got := getReplies(t, store, ch, parent); len(got) != 1 || m.ReplyWatermark == m.LatestReply {
+		t.Fatalf("after a thread read missing an undecodable new reply: replies %v, watermark %q, latest_reply %q; want the other reply and the watermark behind",
+			replyTS(got), m.ReplyWatermark, m.LatestReply)
+	}
+	clock.Advance(time.Minute)
+	mustTick(t, p)
+	m = getMsg(t, store, ch, parent)
+	if got := getReplies(t, store, ch, parent); len(got) != 2 || m.ReplyWatermark != m.LatestReply {
+		t.Fatalf("a tick later: replies %v, watermark %q, want both replies and the watermark at %q", replyTS(got), m.ReplyWatermark, m.LatestReply)
+	}
+}

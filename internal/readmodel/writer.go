@@ -177,13 +177,21 @@ func (w *writer) writeThread(parent Ref, latestReply TS, r *threadRead, id *Iden
 		if err != nil {
 			return err
 		}
+		// An undecodable reply the store does not hold leaves the thread incomplete:
+		// what was read is written, but the watermark stays where it was, so the
+		// thread shows as not read whole and is read again.
+		kept := 0
 		for _, old := range stored {
+			if r.keep[old.TS] {
+				kept++
+			}
 			if _, ok := r.byTS[old.TS]; !ok && !r.keep[old.TS] {
 				if err := dropReply(tx, old, now); err != nil {
 					return err
 				}
 			}
 		}
+		incomplete := kept < len(r.keep)
 		for _, read := range r.replies {
 			if read.ThreadTS == "" {
 				read.ThreadTS = parent.TS // a reply always belongs to the thread it came from
@@ -215,7 +223,9 @@ func (w *writer) writeThread(parent Ref, latestReply TS, r *threadRead, id *Iden
 		} else if !ok {
 			p = Message{Channel: parent.Channel, TS: parent.TS, ThreadTS: parent.TS, LatestReply: latestReply}
 		}
-		p.ReplyWatermark = watermark
+		if !incomplete {
+			p.ReplyWatermark = watermark
+		}
 		p.ThreadSyncedAt = &now
 		return tx.PutMessage(p)
 	})
