@@ -224,9 +224,11 @@ func (w *writer) writeThread(parent Ref, latestReply TS, r *threadRead, id *Iden
 			p = Message{Channel: parent.Channel, TS: parent.TS, ThreadTS: parent.TS, LatestReply: latestReply}
 		}
 		if !incomplete {
+			// An incomplete read keeps the thread's place at the front of the thread
+			// rotation too, so it is read again on the next tick, not a rotation later.
 			p.ReplyWatermark = watermark
+			p.ThreadSyncedAt = &now
 		}
-		p.ThreadSyncedAt = &now
 		return tx.PutMessage(p)
 	})
 	return written, err
