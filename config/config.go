@@ -1,7 +1,7 @@
 // Package config is slackpoll's configuration: the Config type, the commented
 // default file slackpoll.yaml (embedded in the binary), Load, and Validate.
 //
-// The contract is design.md §5. A config file is YAML; it is decoded on top of
+// The contract is config/slackpoll.yaml. A config file is YAML; it is decoded on top of
 // the defaults, so it needs only the keys it changes. Unknown keys are errors.
 // ${VAR} in a value is expanded from the environment after parsing, so an
 // environment variable cannot inject YAML structure. Every error of this

@@ -11,7 +11,7 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// documented is design.md §5 with an empty $SLACK_BOT_TOKEN.
+// documented is config/slackpoll.yaml with an empty $SLACK_BOT_TOKEN.
 func documented() Config {
 	return Config{
 		Slack: Slack{
@@ -140,7 +140,7 @@ func TestEmbeddedKeysAreExactlyConfigFields(t *testing.T) {
 		"budget.users_info_calls", "budget.reactions_calls", "window.bulk", "users.cache_ttl",
 		"http.listen", "http.token", "log.level", "log.format"} {
 		if !slices.Contains(inFile, k) {
-			t.Errorf("design.md §5 key %s missing from slackpoll.yaml", k)
+			t.Errorf("documented key %s missing from slackpoll.yaml", k)
 		}
 	}
 }

@@ -81,7 +81,7 @@ func (w *cliWorld) export(t *testing.T) string {
 }
 
 // TestBadConfigs runs commands with bad configurations: each exits with the status of
-// design.md §4 and a message naming the problem, and the store is left as it was.
+// README, "Commands" and a message naming the problem, and the store is left as it was.
 func TestBadConfigs(t *testing.T) {
 	w := newCLIWorld(t)
 	notADir := filepath.Join(t.TempDir(), "file")

@@ -3,5 +3,5 @@
 // bbolt store that already holds data (slack_test.go), and bad configurations run
 // through the command line (config_test.go). Every case ends in a clear error or a
 // per-item skip — never a panic, never stored data lost, and the exit status of
-// design.md §4. The package has no code of its own.
+// README, "Commands". The package has no code of its own.
 package badinput

@@ -32,7 +32,7 @@ type slackCase struct {
 const (
 	history = rm.MethodHistory
 	replies = rm.MethodReplies
-	// Reported for a message skipped alone (design.md §2 rule 5).
+	// Reported for a message skipped alone (README, "Replace on read").
 	itemSkip = "undecodable"
 )
 

@@ -34,7 +34,7 @@ func (t *tx) Record(key string) (readmodel.Ref, bool, error) {
 }
 
 // PutRecord attaches key to ref, replacing any earlier attachment. Whether a different
-// earlier one is a conflict is the caller's rule (design.md §4, track).
+// earlier one is a conflict is the caller's rule (README, "Commands", track).
 func (t *tx) PutRecord(key string, ref readmodel.Ref) error {
 	if err := t.writable(); err != nil {
 		return err

@@ -1,4 +1,4 @@
-// Package cli implements slackpoll's command line (design.md §4): argument parsing,
+// Package cli implements slackpoll's command line (README, "Commands"): argument parsing,
 // wiring of config, store, Slack source and poller, and exit statuses. cmd/slackpoll
 // only installs signal handling and calls Main.
 package cli
@@ -15,7 +15,7 @@ import (
 	"github.com/slackpoll/slackpoll/config"
 )
 
-// Exit statuses (design.md §4).
+// Exit statuses (README, "Commands").
 const (
 	ExitOK      = 0
 	ExitRuntime = 1 // token rejected, store locked, Slack unreachable, ...

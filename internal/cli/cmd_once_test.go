@@ -99,7 +99,7 @@ func TestUsageErrorsExit2(t *testing.T) {
 	}
 }
 
-// Flags may follow the positional arguments (design §4).
+// Flags may follow the positional arguments (README, "Commands").
 func TestFlagsAfterPositionalArguments(t *testing.T) {
 	cfg := writeConfig(t, cfgOpts{store: filepath.Join(t.TempDir(), "s.db"), convs: []string{"C0GENERAL"}})
 	code, out, errOut := runCLI(context.Background(), "track", "C0GENERAL", "1718906000.000100", "--record", "ticket-42", "--config", cfg)

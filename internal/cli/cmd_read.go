@@ -11,7 +11,7 @@ import (
 )
 
 // cmdExport is `slackpoll export`: the whole read model as JSON Lines on stdout
-// (design.md §6). It reads the store file only: the HTTP API has no export, so while
+// (README, "Commands" (export)). It reads the store file only: the HTTP API has no export, so while
 // the daemon holds the store it fails at once, saying so.
 func cmdExport(ctx context.Context, c *cmdCtx) error {
 	cfg, err := c.loadConfig()

@@ -34,7 +34,7 @@ func usersOf(l *rm.MessageLine) []string {
 // writeShow prints a message line for a human: the message with its state, then its
 // thread. labels maps user IDs to names; an ID without one prints as itself. ownUser is
 // the bot user ID from auth.test ("" if not known yet): reactions and edits by it are
-// marked "own" (design.md §3: own reactions are told apart by the bot user ID).
+// marked "own" (README, "How it works": own reactions are told apart by the bot user ID).
 func writeShow(w io.Writer, l *rm.MessageLine, labels map[string]string, ownUser string) error {
 	name := func(id string) string {
 		own := ""

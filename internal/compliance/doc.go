@@ -1,5 +1,5 @@
 // Package compliance checks, from a log of the HTTP requests a Slack client made,
-// that it kept the pacing contract of design.md §1: no method above its configured
+// that it kept the pacing contract of README, "How it works": no method above its configured
 // rate in any sliding 60-second window, calls evenly spaced (burst 1), no call before
 // a Retry-After it was given has passed, and no early call after a restart.
 //

@@ -34,7 +34,7 @@ func (s MethodStats) String() string {
 //   - no more than ceil(rate) calls within any sliding window of Window − jitter (a
 //     client spaced at 60 s / rate can fit ceil(rate) sends in 60 s, and arrival
 //     jitter up to jitter can squeeze them into no less than 60 s − jitter);
-//   - calls evenly spaced (burst 1, design.md §1): consecutive arrivals at least one
+//   - calls evenly spaced (burst 1, README, "How it works"): consecutive arrivals at least one
 //     spacing minus jitter apart.
 //
 // Every call counts, whatever its answer: the client passes its pacer before every

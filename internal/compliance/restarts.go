@@ -18,7 +18,7 @@ type RestartReport struct {
 // (the time the new process was started, after the old one died) and each method in
 // spacing, the first call after it arrives at least one spacing minus jitter after
 // the last call before it. The daemon persists each method's last call time for this
-// (design.md §1); a fresh rate.Limiter alone would let the first call through at once.
+// (README, "How it works"); a fresh rate.Limiter alone would let the first call through at once.
 func CheckRestarts(calls []Call, restarts []time.Time, spacing map[string]time.Duration, jitter time.Duration) RestartReport {
 	var r RestartReport
 	groups := byMethod(calls)

@@ -6,7 +6,7 @@ import (
 )
 
 // minRateLimitWait is the least a 429 without Retry-After must be waited out
-// (design.md §1: one spacing interval of the method, at least 1 s).
+// (README, "How it works": one spacing interval of the method, at least 1 s).
 const minRateLimitWait = time.Second
 
 // RetryAfterReport is what CheckRetryAfter looked at.

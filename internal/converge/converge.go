@@ -1,5 +1,5 @@
 // Package converge compares a read model with the truth of a (fake) workspace, both in
-// the export format of design.md §6. The demo and the convergence tests use it to say
+// the export format of README, "Commands" (export). The demo and the convergence tests use it to say
 // "read model matches the workspace: N messages, M threads, K users, 0 differences".
 package converge
 
@@ -23,7 +23,7 @@ type Lines struct {
 	Users         []rm.UserLine
 }
 
-// ReadLines decodes export JSON Lines (design.md §6), rejecting unknown kinds and
+// ReadLines decodes export JSON Lines (README, "Commands" (export)), rejecting unknown kinds and
 // unknown fields, so that comparing also checks the export format.
 func ReadLines(r io.Reader) (Lines, error) {
 	var out Lines

@@ -7,7 +7,7 @@ import (
 
 // TestSIGTERMWithCallInFlight stops `slackpoll run` with SIGTERM while a call is held
 // in flight — a thread's second page, so that a thread sync is also cut short — and
-// expects exit status 0 within 5 s (design.md §4) and a store with nothing partial.
+// expects exit status 0 within 5 s (README, "Commands") and a store with nothing partial.
 func TestSIGTERMWithCallInFlight(t *testing.T) {
 	slackpollBinary(t)
 	e := newEnv(t, 2)

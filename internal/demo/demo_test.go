@@ -132,7 +132,7 @@ func queuedFaults(seed int64) []slackfake.Fault {
 }
 
 // convergenceBound is the time after the last change within which the read model
-// must match, derived from the rotation period the poller reports (design.md §1: the
+// must match, derived from the rotation period the poller reports (README, "How it works": the
 // worst-case staleness of a change): what the poller's timers need — the user cache
 // TTL and the conversations.info refresh (archives, the bot's membership) — plus two
 // rotation periods (a message read just before the last change waits a full

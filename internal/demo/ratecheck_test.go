@@ -18,7 +18,7 @@ import (
 const pacingJitter = time.Millisecond
 
 // checkPacing checks the fake's request log against the client's pacing rules
-// (design.md §1) with internal/compliance: rates and even spacing at the client's
+// (README, "How it works") with internal/compliance: rates and even spacing at the client's
 // rates, and no call before the wait a 429 asked for. It returns the violations and
 // the report of the 429s.
 func checkPacing(reqs []slackfake.Request, clientRates map[string]float64, fakeRates map[string]int) ([]string, compliance.RetryAfterReport) {

@@ -10,7 +10,7 @@ import (
 	"github.com/slackpoll/slackpoll/internal/slackfake"
 )
 
-// The rotation period a tick reports is the worst-case staleness promise (design §1):
+// The rotation period a tick reports is the worst-case staleness promise (README, "How it works"):
 // every tracked message must be re-read within it (plus one interval). Measured for
 // both rate profiles, with 200 tracked messages older than the bulk window, default
 // budgets and a non-Marketplace page cap of 15, against the period reported once the

@@ -1,4 +1,4 @@
-// Package httpapi is slackpoll's HTTP read API (design.md §4): the read model as
+// Package httpapi is slackpoll's HTTP read API (README, "Commands"): the read model as
 // export lines (§6) over HTTP while the daemon holds the store, plus POST /v1/tracked,
 // the status report, /healthz, /readyz and Prometheus /metrics.
 //

@@ -4,14 +4,14 @@ import (
 	"time"
 )
 
-// Line kinds of the export format (design.md §6).
+// Line kinds of the export format (README, "Commands" (export)).
 const (
 	KindConversation = "conversation"
 	KindMessage      = "message"
 	KindUser         = "user"
 )
 
-// ConversationLine is one conversation in the export format (design.md §6).
+// ConversationLine is one conversation in the export format (README, "Commands" (export)).
 type ConversationLine struct {
 	Kind        string     `json:"kind"`
 	ID          string     `json:"id"`
@@ -37,7 +37,7 @@ type ReplyLine struct {
 	OwnPost   bool       `json:"own_post"`
 }
 
-// MessageLine is one timeline message in the export format (design.md §6): top-level
+// MessageLine is one timeline message in the export format (README, "Commands" (export)): top-level
 // messages, thread parents and thread_broadcast replies.
 type MessageLine struct {
 	Kind           string      `json:"kind"`
@@ -65,7 +65,7 @@ type MessageLine struct {
 	Tracked bool `json:"tracked"`
 }
 
-// UserLine is one looked-up user in the export format (design.md §6).
+// UserLine is one looked-up user in the export format (README, "Commands" (export)).
 type UserLine struct {
 	Kind        string     `json:"kind"`
 	ID          string     `json:"id"`

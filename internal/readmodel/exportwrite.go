@@ -31,7 +31,7 @@ func MessageLineOf(tx Tx, m *Message) (MessageLine, error) {
 	return NewMessageLine(m, replies, TxLabeler(tx)), nil
 }
 
-// Export writes the whole read model as JSON Lines (design.md §6): conversations by
+// Export writes the whole read model as JSON Lines (README, "Commands" (export)): conversations by
 // id (configured ones not stored yet as status pending), then timeline messages by
 // channel id and ts ascending with their replies, then users by id. It streams: memory
 // does not grow with the store.

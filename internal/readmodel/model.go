@@ -1,13 +1,13 @@
 // Package readmodel is slackpoll's domain: the read model of Slack conversations
 // (messages, threads, reactions, users), the Store and Source ports it is written
 // through, and the Poller that keeps it current by the replace-on-read contract of
-// design.md §2. It depends on the standard library only; bbolt and slack-go live in
+// README, "Replace on read". It depends on the standard library only; bbolt and slack-go live in
 // the adapter packages internal/bolt and internal/slackapi.
 package readmodel
 
 import "time"
 
-// Conversation types, as slackpoll names them (design.md §3). They are derived from
+// Conversation types, as slackpoll names them (README, "How it works"). They are derived from
 // conversations.info flags by TypeFromFlags, never from the ID prefix.
 const (
 	TypePublicChannel  = "public_channel"
@@ -16,7 +16,7 @@ const (
 	TypeIM             = "im"
 )
 
-// Conversation statuses (design.md §6).
+// Conversation statuses (README, "Commands" (export)).
 const (
 	StatusPending         = "pending"
 	StatusOK              = "ok"
@@ -85,7 +85,7 @@ type Message struct {
 	ThreadTS TS     `json:"thread_ts"`
 	User     string `json:"user"`
 	BotID    string `json:"bot_id"`
-	// BotName is a bot message's label: username, else bot_profile.name (design.md §3).
+	// BotName is a bot message's label: username, else bot_profile.name (README, "How it works").
 	BotName     string     `json:"bot_name"`
 	Subtype     string     `json:"subtype"`
 	Text        string     `json:"text"`

@@ -9,7 +9,7 @@ import (
 const (
 	// ProfileNonMarketplace is for commercially distributed apps not approved for the
 	// Slack Marketplace: conversations.history and conversations.replies 1 request per
-	// minute each (Slack changelog 2025-05-29, facts §B3).
+	// minute each (Slack changelog 2025-05-29).
 	ProfileNonMarketplace = "non_marketplace"
 	// ProfileInternal is for apps created in their own workspace and not distributed:
 	// Tier 3 (50 requests per minute) for history and replies.
@@ -22,7 +22,7 @@ var methods = []string{
 	MethodConversationInfo, MethodUsersInfo, MethodUsersConversations, MethodReactionsGet,
 }
 
-// profiles give requests per minute per method. Slack tiers (facts §B4): Tier 1 = 1+,
+// profiles give requests per minute per method. Slack tiers (Slack's rate-limit tiers): Tier 1 = 1+,
 // Tier 3 = 50+ (conversations.info, users.conversations), Tier 4 = 100+ (users.info);
 // auth.test is "special" and called once per process.
 var profiles = map[string]map[string]float64{

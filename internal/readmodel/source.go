@@ -21,7 +21,7 @@ const (
 // when auth.test's X-OAuth-Scopes lists it.
 const ScopeReactionsRead = "reactions:read"
 
-// Page sizes requested (design.md §1). Slack may return fewer (15 for non-Marketplace
+// Page sizes requested (README, "How it works"). Slack may return fewer (15 for non-Marketplace
 // apps); only the cursor decides the end.
 const (
 	HistoryPageLimit = 999  // conversations.history `limit` max 999
@@ -85,7 +85,7 @@ type Page struct {
 	NextCursor string
 }
 
-// ItemError is one message of a page that could not be decoded (design.md §2 rule 5).
+// ItemError is one message of a page that could not be decoded (README, "Replace on read").
 // TS is the message's ts when it could be read from the raw JSON, else "".
 type ItemError struct {
 	TS  TS
@@ -106,7 +106,7 @@ type ConversationInfo struct {
 // Type returns the conversation type derived from the flags (TypeFromFlags).
 func (c ConversationInfo) Type() string { return TypeFromFlags(c.IsIM, c.IsMPIM, c.IsPrivate) }
 
-// ErrorClass says how far a failed call's consequences reach (design.md §2 rule 5).
+// ErrorClass says how far a failed call's consequences reach (README, "Replace on read").
 type ErrorClass int
 
 const (

@@ -14,7 +14,7 @@ import (
 	"github.com/slackpoll/slackpoll/internal/readmodel"
 )
 
-// retryBackoff is the wait before each retry of a transient failure (design.md §1:
+// retryBackoff is the wait before each retry of a transient failure (README, "How it works":
 // up to 3 retries, 1 s, 2 s, 4 s). Each retry also passes the method's limiter.
 var retryBackoff = []time.Duration{1 * time.Second, 2 * time.Second, 4 * time.Second}
 
@@ -57,7 +57,7 @@ func New(opts Options) (*Client, error) {
 	}
 	hc := opts.HTTPClient
 	if hc == nil {
-		// slack-go's default client has no timeout at all (facts §A7).
+		// slack-go's default client has no timeout at all (slack-go v0.35).
 		hc = &http.Client{Timeout: timeout}
 	}
 	log := opts.Logger

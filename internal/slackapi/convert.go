@@ -11,7 +11,7 @@ import (
 
 // convertPage converts the messages of one history/replies page. A message whose ts,
 // thread_ts or latest_reply is not a valid ts is reported in skipped and not returned:
-// a bad key must never reach the store (design.md §2 rule 5).
+// a bad key must never reach the store (README, "Replace on read").
 func convertPage(channel string, msgs []slack.Message) (out []readmodel.Message, skipped []readmodel.ItemError) {
 	out = make([]readmodel.Message, 0, len(msgs))
 	for i := range msgs {
@@ -56,7 +56,7 @@ func convertMessage(channel string, m *slack.Message) (readmodel.Message, error)
 		out.Edited = &readmodel.Edited{User: m.Edited.User, TS: readmodel.TS(m.Edited.Timestamp)}
 	}
 	// nil when the key is absent: a message without reactions has zero reactions
-	// (design.md §2 rule 2), and the store replaces the set whole.
+	// (README, "Replace on read"), and the store replaces the set whole.
 	if m.Reactions != nil {
 		out.Reactions = make([]readmodel.Reaction, len(m.Reactions))
 		for i, r := range m.Reactions {
@@ -67,7 +67,7 @@ func convertMessage(channel string, m *slack.Message) (readmodel.Message, error)
 }
 
 // botName is a bot message's label source: username, else bot_profile.name
-// (design.md §3; the caller falls back to bot_id).
+// (README, "How it works"; the caller falls back to bot_id).
 func botName(m *slack.Message) string {
 	if m.Username != "" {
 		return m.Username

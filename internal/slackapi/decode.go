@@ -27,7 +27,7 @@ type rawPage struct {
 
 // salvageable reports whether slack-go's err for a page is a decode failure of a
 // complete HTTP 200 body that we captured — the case where slack-go returns nil and
-// loses the whole page for one bad message (facts §A3). Slack error codes, HTTP
+// loses the whole page for one bad message (slack-go v0.35). Slack error codes, HTTP
 // statuses, rate limits and transport errors are not.
 func salvageable(err error, c *capture) bool {
 	if !c.got || c.status != http.StatusOK {

@@ -30,7 +30,7 @@ const (
 // be decoded: an HTML error page, a truncated body.
 var errMalformed = errors.New("response body is not a Slack API JSON envelope")
 
-// codeClass maps Slack error codes to their class (design.md §2 rule 5, §3). Codes
+// codeClass maps Slack error codes to their class (README, "Replace on read"). Codes
 // absent here are ClassTransient.
 var codeClass = map[string]readmodel.ErrorClass{
 	// The token is rejected: the tick stops.

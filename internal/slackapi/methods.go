@@ -98,7 +98,7 @@ func (c *Client) History(ctx context.Context, req readmodel.HistoryRequest) (rea
 			return c.salvage(readmodel.MethodHistory, req.Channel, err, cp, &page)
 		}
 		// The cursor is in ResponseMetaData (capital D); the embedded
-		// SlackResponse.ResponseMetadata is shadowed and always empty (facts §A1).
+		// SlackResponse.ResponseMetadata is shadowed and always empty (slack-go v0.35).
 		msgs, skipped := convertPage(req.Channel, resp.Messages)
 		page = readmodel.Page{Messages: msgs, Skipped: skipped, NextCursor: resp.ResponseMetaData.NextCursor}
 		return nil

@@ -13,8 +13,8 @@ import (
 	"github.com/slackpoll/slackpoll/internal/readmodel"
 )
 
-// PacingStore persists the pacing state of each Slack method (design.md §1: "the last
-// call time per method is persisted, so a restarted daemon does not fire early").
+// PacingStore persists the pacing state of each Slack method, so that a restarted
+// daemon does not call early (README, "Rate profiles").
 // LoadMethodState returns ok == false for a method never saved. Implementations must
 // be goroutine-safe; SaveMethodState is called before every HTTP attempt and after
 // every 429.
@@ -25,7 +25,7 @@ type PacingStore interface {
 
 // pacer gates the calls of one Slack method: a notBefore time (Retry-After, or the
 // previous process's last call + spacing) and a burst-1 rate.Limiter that spaces calls
-// evenly. x/time/rate has no "pause until t" API (facts §D), hence the separate gate.
+// evenly. x/time/rate has no "pause until t" API (x/time/rate docs), hence the separate gate.
 type pacer struct {
 	method  string
 	spacing time.Duration // time.Minute / requests per minute
@@ -81,7 +81,7 @@ func (p *pacer) acquire(ctx context.Context) (time.Duration, error) {
 			return time.Since(start), err
 		}
 		// Reserve + our own sleep rather than lim.Wait: Wait fails at once when the
-		// ctx deadline is nearer than the token (facts §D), and a 60 s wait is part
+		// ctx deadline is nearer than the token (x/time/rate docs), and a 60 s wait is part
 		// of the call.
 		r := p.lim.Reserve()
 		if err := ctxsleep.Sleep(ctx, r.Delay()); err != nil {

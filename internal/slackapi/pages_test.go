@@ -19,7 +19,7 @@ func TestHistoryPaginatesOnResponseMetadataCursor(t *testing.T) {
 				writeJSON(w, mustRead(t, "testdata/conversations.history.success.json"))
 				return
 			}
-			// The last page: the key is present with "" (design.md §1).
+			// The last page: the key is present with "" (README, "How it works").
 			writeJSON(w, `{"ok":true,"messages":[{"type":"message","user":"U1","text":"old","ts":"1512000000.000001"}],"has_more":false,"response_metadata":{"next_cursor":""}}`)
 		})
 		c := newTestClient(t, f, nil)

@@ -11,7 +11,7 @@ import (
 )
 
 // retryAfterMargin is added to every rate-limit wait: Slack's window edges are not
-// documented (facts §B5), and arriving one second late costs nothing.
+// documented (Slack's rate-limit docs), and arriving one second late costs nothing.
 const retryAfterMargin = time.Second
 
 // minRateLimitWait is the least a 429 without a usable Retry-After waits.
@@ -25,7 +25,7 @@ type rateLimit struct {
 }
 
 // asRateLimit reports whether err is one of the shapes in which slack-go v0.35 returns
-// a rate-limit answer (facts §A7), and how long to wait:
+// a rate-limit answer (slack-go v0.35), and how long to wait:
 //
 //   - *slack.RateLimitedError: HTTP 429 with an integer Retry-After;
 //   - slack.StatusCodeError{Code: 429}: HTTP 429 without Retry-After;

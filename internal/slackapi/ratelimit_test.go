@@ -14,7 +14,7 @@ import (
 )
 
 // TestRateLimitShapesAreWaitedOutAndTheSameRequestRepeated covers every shape in which
-// slack-go v0.35 returns a rate limit (facts §A7): the method is not called again
+// slack-go v0.35 returns a rate limit: the method is not called again
 // before the wait (+1 s margin) has passed since the 429 arrived, and the repeated
 // request is the same (same cursor, same form).
 func TestRateLimitShapesAreWaitedOutAndTheSameRequestRepeated(t *testing.T) {

@@ -35,7 +35,7 @@
 // malformed or truncated bodies, a wrongly typed message field, 429 without
 // Retry-After, repeating or invalid cursors) are injected one by one (InjectFault)
 // or at random from a seeded generator (SetFaultRate). Every request is logged
-// (Requests). Truth renders the workspace in slackpoll's export format (design.md
-// §6), and Generate and Mutator build a seeded, realistic workspace and stream of
+// (Requests). Truth renders the workspace in slackpoll's export format (README,
+// "Commands"), and Generate and Mutator build a seeded, realistic workspace and stream of
 // changes.
 package slackfake

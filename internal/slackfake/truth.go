@@ -9,7 +9,7 @@ import (
 	"github.com/slackpoll/slackpoll/internal/readmodel"
 )
 
-// Truth is the workspace as a converged read model would export it (design.md §6),
+// Truth is the workspace as a converged read model would export it (README, "Commands" (export)),
 // built with the readmodel export constructors, without the fields only polling
 // knows: last_swept_at, last_polled_at, missing_since and fetched_at are null, record
 // is "". Order: conversations by ID, messages by channel then ts, users by ID.
@@ -211,5 +211,5 @@ func (t Truth) Write(w io.Writer) error {
 	return bw.Flush()
 }
 
-// WriteTruth writes the current workspace's Truth as JSON Lines (design.md §6).
+// WriteTruth writes the current workspace's Truth as JSON Lines (README, "Commands" (export)).
 func (s *Server) WriteTruth(w io.Writer) error { return s.Truth().Write(w) }

@@ -24,7 +24,7 @@ type Report struct {
 	IntervalSeconds float64 `json:"interval_seconds"`
 	// Identity is who the token is, as auth.test last answered (team, bot user, bot
 	// ID, scopes); nil before the first tick. Its bot user ID is what tells our own
-	// reactions apart (design.md §3).
+	// reactions apart (README, "How it works").
 	Identity      *rm.Identity   `json:"identity"`
 	Conversations []Conversation `json:"conversations"`
 	Coverage      Coverage       `json:"coverage"`
@@ -35,7 +35,7 @@ type Report struct {
 	NextTickAt *time.Time `json:"next_tick_at"`
 }
 
-// Conversation is one conversation's state: its export fields (design.md §6), the
+// Conversation is one conversation's state: its export fields (README, "Commands" (export)), the
 // last per-conversation error, and its stored totals.
 type Conversation struct {
 	ID   string `json:"id"`
