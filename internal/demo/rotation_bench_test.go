@@ -225,37 +225,29 @@ func measureShape(t *testing.T, sh rotationShape, profile string) rotationResult
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()
-	for {
-		time.Sleep(10 * time.Second)
-		oldest, err := oldestPolled(store)
-		must(t, err)
-		if !oldest.IsZero() && oldest.After(start) {
-			break
-		}
-		if time.Since(start) > 30*24*time.Hour {
-			cancel()
-			<-done
-			t.Fatalf("%s/%s: no full rotation in 30 days", profile, sh.name)
+	rotated := func(since time.Time, which string) {
+		t.Helper()
+		for {
+			time.Sleep(10 * time.Second)
+			oldest, err := oldestPolled(store)
+			must(t, err)
+			if !oldest.IsZero() && oldest.After(since) {
+				return
+			}
+			if time.Since(since) > 30*24*time.Hour {
+				cancel()
+				<-done
+				t.Fatalf("%s/%s: no %s rotation in 30 days", profile, sh.name, which)
+			}
 		}
 	}
+	rotated(start, "full")
 	// The first rotation after a sync reads the store in the order the sync left it;
 	// the second, in the poller's own order: the steady state, which is measured.
 	first := time.Now()
 	res.first = first.Sub(start)
 	busy.reset(first)
-	for {
-		time.Sleep(10 * time.Second)
-		oldest, err := oldestPolled(store)
-		must(t, err)
-		if !oldest.IsZero() && oldest.After(first) {
-			break
-		}
-		if time.Since(first) > 30*24*time.Hour {
-			cancel()
-			<-done
-			t.Fatalf("%s/%s: no second rotation in 30 days", profile, sh.name)
-		}
-	}
+	rotated(first, "second")
 	start = first
 	res.rotation = time.Since(start)
 	cancel()

@@ -79,13 +79,32 @@ func (t *tick) retirePastHorizon(refs []Ref) error {
 }
 
 // tailAnchor returns the least recently read tracked message due for a history
-// re-read, walking the tail index from its oldest entry. Entries past the tracking
-// horizon met on the way are retired (they leave the index).
+// re-read. Entries past the tracking horizon met on the way are retired (they leave
+// the index).
 func (t *tick) tailAnchor() (Message, bool, error) {
 	now := t.now()
+	var retire []Ref
+	m, ok, err := t.oldestInTail(func(m *Message) bool {
+		if !t.historyDue(m) {
+			return false
+		}
+		if t.pastHorizon(m, now) {
+			retire = append(retire, Ref{m.Channel, m.TS})
+			return false
+		}
+		return true
+	})
+	if err != nil {
+		return Message{}, false, err
+	}
+	return m, ok, t.p.w.retire(retire)
+}
+
+// oldestInTail walks the tail index from its oldest entry and returns the first
+// stored message of an eligible conversation that take accepts.
+func (t *tick) oldestInTail(take func(*Message) bool) (Message, bool, error) {
 	var found Message
 	var ok bool
-	var retire []Ref
 	err := t.p.store.View(func(tx Tx) error {
 		var ierr error
 		_, err := tx.TailOldest(1, func(e TailEntry) bool {
@@ -97,11 +116,7 @@ func (t *tick) tailAnchor() (Message, bool, error) {
 				ierr = err
 				return true
 			}
-			if !has || !t.historyDue(&m) {
-				return true
-			}
-			if t.pastHorizon(&m, now) {
-				retire = append(retire, e.Ref)
+			if !has || !take(&m) {
 				return true
 			}
 			found, ok = m, true
@@ -112,26 +127,27 @@ func (t *tick) tailAnchor() (Message, bool, error) {
 		}
 		return ierr
 	})
-	if err != nil {
-		return Message{}, false, storeErr(err)
-	}
-	if err := t.p.w.retire(retire); err != nil {
-		return Message{}, false, err
-	}
-	return found, ok, nil
+	return found, ok, storeErr(err)
 }
 
 // watchedAnchor returns the least recently read watched timeline message due for a
 // history re-read.
 func (t *tick) watchedAnchor() (Message, bool, error) {
+	now := t.now()
+	return t.stalestOf(t.watched, t.historyDue, func(a, b *Message) bool { return t.age(a, now) > t.age(b, now) })
+}
+
+// stalestOf reads the messages of set (a map of the tick's, guarded by mu) and returns
+// the one take accepts that ranks first by older; ties go to the first by channel and
+// ts, whatever the map order.
+func (t *tick) stalestOf(set map[Ref]bool, take func(*Message) bool, older func(a, b *Message) bool) (Message, bool, error) {
 	t.mu.Lock()
-	refs := make([]Ref, 0, len(t.watched))
-	for r := range t.watched {
+	refs := make([]Ref, 0, len(set))
+	for r := range set {
 		refs = append(refs, r)
 	}
 	t.mu.Unlock()
-	sortRefs(refs) // ties go to the first by channel and ts, whatever the map order
-	now := t.now()
+	sortRefs(refs)
 	var best Message
 	var ok bool
 	err := t.p.store.View(func(tx Tx) error {
@@ -140,10 +156,7 @@ func (t *tick) watchedAnchor() (Message, bool, error) {
 			if err != nil {
 				return err
 			}
-			if !has || !t.historyDue(&m) {
-				continue
-			}
-			if !ok || t.age(&m, now) > t.age(&best, now) {
+			if has && take(&m) && (!ok || older(&m, &best)) {
 				best, ok = m, true
 			}
 		}

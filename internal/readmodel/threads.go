@@ -112,61 +112,13 @@ func (t *tick) threadDue(m *Message) bool {
 // is due, walking the tail index from its oldest entry (a parent's place there is the
 // older of its own read and its thread's).
 func (t *tick) rotationThread() (Message, bool, error) {
-	var found Message
-	var ok bool
-	err := t.p.store.View(func(tx Tx) error {
-		var ierr error
-		_, err := tx.TailOldest(1, func(e TailEntry) bool {
-			if ok || ierr != nil || !t.isEligible(e.Channel) {
-				return true
-			}
-			m, has, err := tx.Message(e.Channel, e.TS)
-			if err != nil {
-				ierr = err
-				return true
-			}
-			if !has || !t.threadDue(&m) {
-				return true
-			}
-			found, ok = m, true
-			return false
-		})
-		if err != nil {
-			return err
-		}
-		return ierr
-	})
-	return found, ok, storeErr(err)
+	return t.oldestInTail(t.threadDue)
 }
 
 // watchedThread returns the due thread, least recently read, of a watched parent or of
 // the parent of a watched reply.
 func (t *tick) watchedThread() (Message, bool, error) {
-	t.mu.Lock()
-	refs := make([]Ref, 0, len(t.watchedThreads))
-	for r := range t.watchedThreads {
-		refs = append(refs, r)
-	}
-	t.mu.Unlock()
-	sortRefs(refs) // ties go to the first by channel and ts, whatever the map order
-	var best Message
-	var ok bool
-	err := t.p.store.View(func(tx Tx) error {
-		for _, r := range refs {
-			m, has, err := tx.Message(r.Channel, r.TS)
-			if err != nil {
-				return err
-			}
-			if !has || !t.threadDue(&m) {
-				continue
-			}
-			if !ok || threadOlder(&m, &best) {
-				best, ok = m, true
-			}
-		}
-		return nil
-	})
-	return best, ok, storeErr(err)
+	return t.stalestOf(t.watchedThreads, t.threadDue, threadOlder)
 }
 
 // threadOlder reports whether a's thread was read before b's (never first).
