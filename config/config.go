@@ -25,17 +25,19 @@ const DefaultFile = "built-in defaults"
 // Config is the whole configuration. Field comments give units and allowed
 // values; slackpoll.yaml documents them for operators.
 type Config struct {
-	Slack         Slack    `yaml:"slack" json:"slack"`
-	Store         Store    `yaml:"store" json:"store"`
-	Conversations []string `yaml:"conversations" json:"conversations"` // IDs to poll: C, G or D then uppercase letters/digits
-	Discover      string   `yaml:"discover" json:"discover"`           // "" or "member" (DiscoverMember)
-	Tick          Tick     `yaml:"tick" json:"tick"`
-	Budget        Budget   `yaml:"budget" json:"budget"`
-	Tracking      Tracking `yaml:"tracking" json:"tracking"`
-	Window        Window   `yaml:"window" json:"window"`
-	Users         Users    `yaml:"users" json:"users"`
-	HTTP          HTTP     `yaml:"http" json:"http"`
-	Log           Log      `yaml:"log" json:"log"`
+	Slack         Slack     `yaml:"slack" json:"slack"`
+	Store         Store     `yaml:"store" json:"store"`
+	Conversations []string  `yaml:"conversations" json:"conversations"` // IDs to poll: C, G or D then uppercase letters/digits
+	Discover      string    `yaml:"discover" json:"discover"`           // "" or "member" (DiscoverMember)
+	Tick          Tick      `yaml:"tick" json:"tick"`
+	Budget        Budget    `yaml:"budget" json:"budget"`
+	Tracking      Tracking  `yaml:"tracking" json:"tracking"`
+	Window        Window    `yaml:"window" json:"window"`
+	Users         Users     `yaml:"users" json:"users"`
+	HTTP          HTTP      `yaml:"http" json:"http"`
+	Changes       Changes   `yaml:"changes" json:"changes"`
+	Webhooks      []Webhook `yaml:"webhooks" json:"webhooks"`
+	Log           Log       `yaml:"log" json:"log"`
 
 	src *source // where the values came from, for error messages; nil for Default
 }
@@ -90,6 +92,27 @@ type Users struct {
 type HTTP struct {
 	Listen string `yaml:"listen" json:"listen"` // "" (off) or host:port, e.g. "127.0.0.1:8089", ":8089"
 	Token  Secret `yaml:"token" json:"token"`   // optional bearer token for the read API; "" = none
+}
+
+// Changes configures the change feed (GET /v1/changes, slackpoll changes).
+type Changes struct {
+	Retention Duration `yaml:"retention" json:"retention"` // how long changes are kept, > 0
+	Backfill  bool     `yaml:"backfill" json:"backfill"`   // also report messages first read below a conversation's baseline
+}
+
+// Webhook is one receiver of the change feed's changes, POSTed through the outbox.
+// Zero durations and counts take the defaults documented in slackpoll.yaml.
+type Webhook struct {
+	Name        string   `yaml:"name" json:"name"`                 // unique; keys the webhook's outbox rows
+	URL         string   `yaml:"url" json:"url"`                   // http(s) URL the changes are POSTed to
+	Secret      Secret   `yaml:"secret" json:"secret"`             // signs every POST (X-Slackpoll-Signature); required
+	Kinds       []string `yaml:"kinds" json:"kinds"`               // change kinds to send; empty = all
+	Channels    []string `yaml:"channels" json:"channels"`         // conversation IDs; empty = all
+	Records     []string `yaml:"records" json:"records"`           // record keys; empty = all
+	Own         *bool    `yaml:"own" json:"own"`                   // true: only the app's own; false: only others'; unset: both
+	Timeout     Duration `yaml:"timeout" json:"timeout"`           // per POST; 0 = 10s
+	Lease       Duration `yaml:"lease" json:"lease"`               // how long a claim holds its rows; 0 = 1m
+	MaxAttempts int      `yaml:"max_attempts" json:"max_attempts"` // failed attempts before a row is parked; 0 = 10
 }
 
 // Log configures logging.

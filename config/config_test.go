@@ -30,6 +30,8 @@ func documented() Config {
 		Window:        Window{Bulk: Duration(72 * time.Hour)},
 		Users:         Users{CacheTTL: Duration(168 * time.Hour)},
 		HTTP:          HTTP{Listen: "", Token: ""},
+		Changes:       Changes{Retention: Duration(168 * time.Hour)},
+		Webhooks:      []Webhook{},
 		Log:           Log{Level: "info", Format: "text"},
 	}
 }

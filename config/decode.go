@@ -178,6 +178,12 @@ func (w *walker) value(fv reflect.Value, n *yaml.Node, key string) {
 		for i, item := range n.Content {
 			sub := key + "[" + strconv.Itoa(i) + "]"
 			e := reflect.New(fv.Type().Elem())
+			if fv.Type().Elem().Kind() == reflect.Struct {
+				w.mark(sub, item.Line)
+				w.structure(e.Elem(), item, sub)
+				s = reflect.Append(s, e.Elem())
+				continue
+			}
 			if w.leaf(e, item, sub) {
 				w.mark(sub, item.Line)
 				s = reflect.Append(s, e.Elem())

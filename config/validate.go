@@ -49,6 +49,8 @@ func (c *Config) Validate() error {
 	v.positive("users.cache_ttl", c.Users.CacheTTL, "168h")
 	v.listen()
 	v.secret("http.token", c.HTTP.Token)
+	v.positive("changes.retention", c.Changes.Retention, "168h")
+	v.webhooks()
 	v.oneOf("log.level", c.Log.Level, LogLevels)
 	v.oneOf("log.format", c.Log.Format, LogFormats)
 	return errors.Join(v.errs...)
@@ -189,5 +191,45 @@ func (v *validator) secret(key string, s Secret) {
 func (v *validator) nonNegative(key string, d Duration) {
 	if d.D() < 0 {
 		v.fail(key, "%s is negative: want 0 or a positive duration", d.D())
+	}
+}
+
+func (v *validator) webhooks() {
+	seen := map[string]int{}
+	for i := range v.c.Webhooks {
+		w := &v.c.Webhooks[i]
+		key := "webhooks[" + strconv.Itoa(i) + "]"
+		switch j, dup := seen[w.Name]; {
+		case w.Name == "":
+			v.fail(key+".name", "is empty: want a unique name for the webhook, e.g. app")
+		case dup:
+			v.fail(key+".name", "%q is used twice (also webhooks[%d])", w.Name, j)
+		case len(w.Name) > 200 || strings.ContainsFunc(w.Name, unicode.IsControl):
+			v.fail(key+".name", "want a short name without control characters, e.g. app")
+		}
+		seen[w.Name] = i
+		if u, err := url.Parse(w.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			// The URL may carry credentials: it is not echoed.
+			v.fail(key+".url", "is not an http:// or https:// URL: want e.g. https://app.internal/slackpoll-events")
+		}
+		if !w.Secret.IsSet() {
+			v.fail(key+".secret", "is empty: every delivery is signed; set e.g. secret: ${SLACKPOLL_WEBHOOK_SECRET} and export that variable")
+		}
+		v.secret(key+".secret", w.Secret)
+		for j, k := range w.Kinds {
+			if !slices.Contains(readmodel.ChangeKinds(), k) {
+				v.fail(key+".kinds["+strconv.Itoa(j)+"]", "unknown change kind %q (allowed: %s)", k, strings.Join(readmodel.ChangeKinds(), ", "))
+			}
+		}
+		for j, id := range w.Channels {
+			if !readmodel.ValidConversationID(id) {
+				v.fail(key+".channels["+strconv.Itoa(j)+"]", "%q is not a Slack conversation ID: want e.g. C0123456789", id)
+			}
+		}
+		v.nonNegative(key+".timeout", w.Timeout)
+		v.nonNegative(key+".lease", w.Lease)
+		if w.MaxAttempts < 0 {
+			v.fail(key+".max_attempts", "%d is negative: want a whole number >= 1, or 0 for the default (10)", w.MaxAttempts)
+		}
 	}
 }

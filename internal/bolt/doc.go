@@ -32,6 +32,11 @@
 //	                             made before it, filled from records/
 //	pacing/                      Slack method name → MethodState (JSON, format 1)
 //	state/                       "identity" → Identity, "last_tick" → TickSummary (JSON, format 1)
+//	changes/                     seq (8 bytes big-endian) → readmodel.Change (JSON, format 1): the
+//	                             change feed; seqs come from the bucket's NextSequence and are
+//	                             never reused; pruned from the front by retention
+//	outbox/<webhook>/            seq → readmodel.OutboxRow (JSON, format 1): one nested bucket per
+//	                             webhook; a row is deleted when delivered
 //
 // The exact ts string lives in the message value (and the tail value), so a ts comes
 // back byte-identical ("1718906000.000100"); the key only orders. Two ts strings with the

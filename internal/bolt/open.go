@@ -104,7 +104,7 @@ func openError(path string, err error) error {
 }
 
 // topBuckets are created with the schema; every other bucket is nested in chan/.
-var topBuckets = [][]byte{bMeta, bConv, bChan, bTail, bUsers, bRecords, bPacing, bState, bWatched}
+var topBuckets = [][]byte{bMeta, bConv, bChan, bTail, bUsers, bRecords, bPacing, bState, bWatched, bChanges, bOutbox}
 
 // initSchema creates the buckets and the schema version in a new file, or checks the
 // version of an existing one.
@@ -113,7 +113,10 @@ func initSchema(btx *bolt.Tx, path string) error {
 		if err := checkSchema(btx, path); err != nil {
 			return err
 		}
-		return addWatched(btx, path)
+		if err := addWatched(btx, path); err != nil {
+			return err
+		}
+		return addFeed(btx, path)
 	}
 	// A file with buckets but no meta was not written by slackpoll: don't add ours to it.
 	if err := btx.ForEach(func([]byte, *bolt.Bucket) error { return errForeign }); err != nil {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -83,6 +84,11 @@ func (c *apiClient) post(path string, body, v any) error {
 }
 
 func (c *apiClient) do(method, path string, body, v any) error {
+	return c.doCtx(context.Background(), method, path, body, v)
+}
+
+// doCtx is do, ended early by ctx (a long poll interrupted by a signal).
+func (c *apiClient) doCtx(ctx context.Context, method, path string, body, v any) error {
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -91,7 +97,7 @@ func (c *apiClient) do(method, path string, body, v any) error {
 		}
 		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequest(method, c.base+path, rd)
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
 	if err != nil {
 		return err
 	}

@@ -32,6 +32,12 @@ Usage:
                                           one message with its thread and resolved names
   slackpoll export [--config F]            the whole read model as JSON Lines on stdout
   slackpoll track  [--config F] [--record KEY] CHANNEL TS
+  slackpoll changes [--config F] [--after SEQ] [--follow] [--kind K] [--channel C] [--record R] [--own B]
+                                          the change feed as JSON Lines
+  slackpoll outbox  [--config F] [--webhook NAME] [--parked] [--json]
+                                          webhook deliveries waiting or parked
+  slackpoll requeue [--config F] --webhook NAME [SEQ...]
+                                          parked deliveries back in line
   slackpoll demo   [--duration D] [--seed N] runs against a built-in simulated workspace
 
 The config path defaults to $SLACKPOLL_CONFIG, else ./slackpoll.yaml; run and once
@@ -112,6 +118,7 @@ type cmdCtx struct {
 	record     string
 	duration   string
 	seed       int64
+	feed       feedFlags
 	args       []string
 }
 
@@ -128,6 +135,15 @@ var commands = []command{
 	{name: "export", about: "Print the whole read model as JSON Lines (conversations, messages, users).", run: cmdExport},
 	{name: "track", about: "Track a message (read first on the next tick), optionally under a record key of yours.", args: "CHANNEL TS", nargs: 2, run: cmdTrack, flags: func(fs *pflag.FlagSet, c *cmdCtx) {
 		fs.StringVar(&c.record, "record", "", "attach this record key (an id of yours, e.g. ticket-42)")
+	}},
+	{name: "changes", about: "Print the change feed as JSON Lines: what changed, in seq order; --follow keeps printing.", run: cmdChanges, flags: changesFlags},
+	{name: "outbox", about: "List the webhooks' rows waiting for delivery (or parked after failing).", run: cmdOutbox, flags: func(fs *pflag.FlagSet, c *cmdCtx) {
+		fs.StringVar(&c.feed.webhook, "webhook", "", "only this webhook's rows")
+		fs.BoolVar(&c.feed.parked, "parked", false, "only parked rows")
+		fs.BoolVar(&c.jsonOut, "json", false, "print JSON Lines")
+	}},
+	{name: "requeue", about: "Put a webhook's parked outbox rows back in line (all of them, or the SEQs given).", args: "[SEQ...]", nargs: -1, run: cmdRequeue, flags: func(fs *pflag.FlagSet, c *cmdCtx) {
+		fs.StringVar(&c.feed.webhook, "webhook", "", "the webhook whose parked rows to requeue (required)")
 	}},
 	{name: "demo", about: "Run the daemon against a built-in simulated Slack workspace; no token needed.", run: cmdDemo, flags: func(fs *pflag.FlagSet, c *cmdCtx) {
 		fs.StringVar(&c.duration, "duration", "30s", "how long the simulated workspace changes before the final comparison")
@@ -173,7 +189,7 @@ func dispatch(ctx context.Context, args []string, env Env) error {
 	if cmd.name == "show" && c.record != "" {
 		want = 0
 	}
-	if len(c.args) != want {
+	if want >= 0 && len(c.args) != want {
 		if want == 0 {
 			return usageErr("%s takes no arguments, got %q", cmd.name, strings.Join(c.args, " "))
 		}

@@ -8,8 +8,10 @@ import (
 
 	"github.com/slackpoll/slackpoll/config"
 	boltstore "github.com/slackpoll/slackpoll/internal/bolt"
+	"github.com/slackpoll/slackpoll/internal/changefeed"
 	"github.com/slackpoll/slackpoll/internal/httpapi"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
+	"github.com/slackpoll/slackpoll/internal/webhook"
 )
 
 // daemon is a wired store, source and poller.
@@ -20,6 +22,10 @@ type daemon struct {
 	poller *rm.Poller
 	// metrics receive the Slack client's and the poller's hooks; the read API serves them.
 	metrics *httpapi.Metrics
+	// notifier wakes the API's long polls when the writer commits changes; deliverer
+	// POSTs them to the webhooks (nil without webhooks).
+	notifier  *changefeed.Notifier
+	deliverer *webhook.Deliverer
 }
 
 func (c *cmdCtx) startDaemon() (*daemon, error) {
@@ -44,9 +50,21 @@ func (c *cmdCtx) startDaemon() (*daemon, error) {
 		_ = store.Close() // the configuration error is the one to report
 		return nil, &exitError{ExitUsage, err}
 	}
+	d := &daemon{cfg: cfg, log: log, store: store, metrics: metrics, notifier: &changefeed.Notifier{}}
+	d.deliverer = d.newDeliverer()
+	metrics.SetWebhooks(webhookNames(cfg))
 	pc := pollerConfig(cfg, log)
 	pc.OnTick = metrics.OnTick
-	return &daemon{cfg: cfg, log: log, store: store, poller: rm.NewPoller(store, src, pc), metrics: metrics}, nil
+	pc.Feed = feedConfig(cfg)
+	pc.OnChanges = d.changesCommitted
+	d.poller = rm.NewPoller(store, src, pc)
+	return d, nil
+}
+
+// changesCommitted is the writer's commit hook: long polls and the deliverer wake.
+func (d *daemon) changesCommitted(last uint64) {
+	d.notifier.Publish(last)
+	d.wakeDeliverer()
 }
 
 // close closes the store; its failure (the last commit's sync, the file lock) is the
@@ -71,6 +89,8 @@ func cmdRun(ctx context.Context, c *cmdCtx) (err error) {
 		return err
 	}
 	defer stopHTTP() // before the store closes: requests in flight still read it
+	stopFeed := d.runFeed(ctx)
+	defer stopFeed() // deliveries in flight are abandoned; their lease frees the rows
 	d.log.Info("slackpoll started", "store", d.cfg.Store.Path, "conversations", len(d.cfg.Conversations),
 		"discover", d.cfg.Discover, "interval", d.cfg.Tick.Interval, "rate_profile", d.cfg.Slack.RateProfile)
 	err = d.poller.Run(ctx)
@@ -87,6 +107,9 @@ func cmdOnce(ctx context.Context, c *cmdCtx) (err error) {
 	}
 	defer d.close(&err)
 	_, err = d.poller.Tick(ctx)
+	if d.deliverer != nil && err == nil {
+		d.deliverer.Sweep(ctx) // what the tick wrote to the outbox, once; the rest waits for run
+	}
 	if errors.Is(err, context.Canceled) {
 		return fmt.Errorf("interrupted; everything read before the signal is stored")
 	}

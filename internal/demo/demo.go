@@ -85,6 +85,10 @@ type Options struct {
 	// Out receives one line per tick and the progress; Log the poller's logs.
 	Out io.Writer
 	Log *slog.Logger
+	// Feed configures the change feed (Backfill on: every message read reports
+	// itself, so the feed alone rebuilds the store from empty). Result.Feed says
+	// whether it did.
+	Feed rm.FeedConfig
 }
 
 // DefaultOptions are the demo's: a small workspace changing for 30 s, at rates high
@@ -137,6 +141,23 @@ type Result struct {
 	// first matched after it (zero if never). TickLog holds every tick's summary.
 	LastChange, ConvergedAt time.Time
 	TickLog                 []rm.TickSummary
+	// Feed is the change feed's check: replayed from seq 1 over nothing, it must
+	// give what the store holds.
+	Feed FeedCheck
+}
+
+// FeedCheck is the outcome of replaying the change feed.
+type FeedCheck struct {
+	// Changes is the number of changes written; Kinds counts them by kind.
+	Changes int
+	Kinds   map[string]int
+	// Differences between the replayed feed and the store (converge.DiffFeed), and
+	// the changes the replay could not apply.
+	Differences []string
+	// AfterMatch lists the changes written after the read model first matched the
+	// truth, when nothing changed any more, other than first reads of messages:
+	// re-reads must emit none.
+	AfterMatch []rm.Change
 }
 
 // Run runs the demo until the read model matches the truth after the last change, or
@@ -208,7 +229,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		Rates:         rates,
 		Conversations: convs, Budget: o.Budget, Interval: o.Interval,
 		SoftDeadline: 30 * time.Second, BulkWindow: window, UserCacheTTL: o.UserCacheTTL,
-		InfoRefresh: o.InfoRefresh, Logger: o.Log,
+		InfoRefresh: o.InfoRefresh, Logger: o.Log, Feed: o.Feed,
 		OnTick: func(s rm.TickSummary) {
 			mu.Lock()
 			res.Ticks++
@@ -263,6 +284,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	// tracked message has been re-read once more (a later read must not undo it), a
 	// comparison differs again (a regression, reported), or maxTicks have passed.
 	tickAtChange := currentTicks(&mu, &res)
+	var seqAtMatch uint64
 	res.TicksToConverge, res.LastChange = -1, time.Now()
 	for {
 		select {
@@ -289,6 +311,9 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		}
 		if clean && res.TicksToConverge < 0 {
 			res.TicksToConverge, res.ConvergedAt = after, time.Now()
+			if seqAtMatch, err = lastSeq(store); err != nil {
+				return res, err
+			}
 		}
 		if after >= o.maxTicks() {
 			break
@@ -304,6 +329,9 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		}
 	}
 	stopPoller() // before reading what its ticks recorded
+	if res.Feed, err = checkFeed(store, seqAtMatch); err != nil {
+		return res, err
+	}
 	res.Requests = fake.Requests()
 	res.Elapsed = time.Since(start)
 	_ = store.View(func(tx rm.Tx) error {
@@ -382,4 +410,46 @@ func callsString(calls map[string]int) string {
 		parts = append(parts, fmt.Sprintf("%s=%d", strings.TrimPrefix(m, "conversations."), calls[m]))
 	}
 	return strings.Join(parts, " ")
+}
+
+func lastSeq(s rm.Store) (last uint64, err error) {
+	err = s.View(func(tx rm.Tx) error {
+		_, last, err = tx.ChangeBounds()
+		return err
+	})
+	return last, err
+}
+
+// checkFeed replays the whole change feed over an empty model and compares it with
+// the store; seqAtMatch is the last seq when the read model first matched the truth
+// (0 if it never did).
+func checkFeed(s rm.Store, seqAtMatch uint64) (FeedCheck, error) {
+	fc := FeedCheck{Kinds: map[string]int{}}
+	replayed := converge.FeedModel{}
+	err := s.View(func(tx rm.Tx) error {
+		return tx.Changes(0, func(c rm.Change) error {
+			fc.Changes++
+			fc.Kinds[c.Kind]++
+			// A message read for the first time after the match (a tracked one
+			// older than the compared window) is news to the feed, not a re-read.
+			_, known := replayed[rm.Ref{Channel: c.Channel, TS: c.TS}]
+			firstRead := !known && (c.Kind == rm.ChangeMessagePosted || c.Kind == rm.ChangeReplyAdded)
+			if seqAtMatch > 0 && c.Seq > seqAtMatch && !firstRead {
+				fc.AfterMatch = append(fc.AfterMatch, c)
+			}
+			if err := replayed.Apply(&c); err != nil {
+				fc.Differences = append(fc.Differences, err.Error())
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return fc, err
+	}
+	stored, err := converge.StoreFeedModel(s)
+	if err != nil {
+		return fc, err
+	}
+	fc.Differences = append(fc.Differences, converge.DiffFeed(replayed, stored)...)
+	return fc, nil
 }

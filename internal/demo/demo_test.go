@@ -2,6 +2,7 @@ package demo
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -75,6 +76,14 @@ func TestConvergesUnderMutationsAndFaults(t *testing.T) {
 	if agg.seeds >= 20 && 2*agg.limitedSeeds < agg.seeds {
 		t.Errorf("only %d of %d seeds met a 429 with Retry-After: the fake limits of seedOptions no longer outpace the client", agg.limitedSeeds, agg.seeds)
 	}
+	// Rarer kinds (reaction_count_changed needs more reactors than the fake lists,
+	// message_reappeared a message back from missing) have tests of their own.
+	for _, k := range []string{rm.ChangeMessagePosted, rm.ChangeMessageEdited, rm.ChangeMessageDeleted, rm.ChangeMessageMissing,
+		rm.ChangeReactionAdded, rm.ChangeReactionRemoved, rm.ChangeReplyAdded, rm.ChangeReplyRemoved, rm.ChangeUserRenamed} {
+		if agg.seeds >= 20 && agg.feed[k] == 0 {
+			t.Errorf("no %s change in %d seeds: the mutations no longer reach the change feed, or the writer no longer sees them", k, agg.seeds)
+		}
+	}
 	if agg.seeds >= 20 && agg.located == 0 {
 		t.Errorf("no tracked reply was looked up with conversations.replies in %d seeds: trackOlder no longer tracks replies of threads the store lacks", agg.seeds)
 	}
@@ -105,6 +114,7 @@ func seedOptions(seed int64) Options {
 	// convergenceBound, so that slow convergence and none at all read differently.
 	o.MaxTicks = 400
 	o.NoSync = true
+	o.Feed = rm.FeedConfig{Backfill: true}
 	return o
 }
 
@@ -163,6 +173,7 @@ type seedResult struct {
 	// located counts answered conversations.replies calls with limit=1: only the
 	// poller's search for the thread of a tracked reply makes them.
 	located int
+	feed    map[string]int
 }
 
 func convergeSeed(t *testing.T, seed int64, agg *aggregate) {
@@ -199,6 +210,8 @@ func convergeSeed(t *testing.T, seed int64, agg *aggregate) {
 				took, res.TicksToConverge, bound, rotation)
 		}
 		out.noRotation = !promised
+		assertFeed(t, res)
+		out.feed = res.Feed.Kinds
 		if res.Report.Messages == 0 || res.Mutations == res.Skipped {
 			t.Errorf("nothing compared or changed: %+v", res.Report)
 		}
@@ -229,6 +242,28 @@ func convergeSeed(t *testing.T, seed int64, agg *aggregate) {
 		t.Logf("%s after %d changes; matched %s (%d ticks) after the last change (bound %s, rotation period %s); %d requests, %d 429s with Retry-After",
 			res.Report, res.Mutations, took, res.TicksToConverge, bound, rotation, len(res.Requests), out.limited)
 	})
+}
+
+// assertFeed holds the change feed to its promise: complete and exact (replayed from
+// seq 1 over nothing, it gives what the store holds: text, edited, reactions,
+// replies, deleted, missing), and silent when nothing changes (no change after the
+// read model matched the truth and the workspace had stopped changing).
+func assertFeed(t *testing.T, res Result) {
+	t.Helper()
+	f := res.Feed
+	if n := len(f.Differences); n > 0 {
+		t.Errorf("the change feed (%d changes) does not rebuild the store: %d differences, the first:\n%s",
+			f.Changes, n, strings.Join(f.Differences[:min(n, 5)], "\n"))
+	}
+	if n := len(f.AfterMatch); n > 0 && len(res.Report.Differences) == 0 {
+		var first []string
+		for _, c := range f.AfterMatch[:min(n, 5)] {
+			b, _ := json.Marshal(c)
+			first = append(first, string(b))
+		}
+		t.Errorf("%d changes were written after the read model matched the unchanging workspace: a re-read without change must emit none; the first:\n%s",
+			n, strings.Join(first, "\n"))
+	}
 }
 
 func replay(seed int64) string {
@@ -286,13 +321,18 @@ type aggregate struct {
 	ticks                    []int
 	changes                  map[string]int
 	faults                   map[slackfake.FaultKind]int
+	// feed counts the change feed's changes by kind, over all seeds.
+	feed map[string]int
 }
 
 func (a *aggregate) add(r seedResult) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.changes == nil {
-		a.changes, a.faults = map[string]int{}, map[slackfake.FaultKind]int{}
+		a.changes, a.faults, a.feed = map[string]int{}, map[slackfake.FaultKind]int{}, map[string]int{}
+	}
+	for k, n := range r.feed {
+		a.feed[k] += n
 	}
 	a.seeds++
 	a.mutations += r.mutations
@@ -329,6 +369,7 @@ func (a *aggregate) String() string {
 		hist[n]++
 	}
 	fmt.Fprintf(&b, "ticks to a match (-1: never): seeds %v; %d seeds without a reported rotation period\n", hist, a.noRotation)
-	fmt.Fprintf(&b, "changes: %v\nfaults: %v; 429s with Retry-After: %d, in %d seeds; tracked replies found through their thread: %d", a.changes, a.faults, a.limit, a.limitedSeeds, a.located)
+	fmt.Fprintf(&b, "changes: %v\nfaults: %v; 429s with Retry-After: %d, in %d seeds; tracked replies found through their thread: %d\nchange feed: %v",
+		a.changes, a.faults, a.limit, a.limitedSeeds, a.located, a.feed)
 	return b.String()
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/slackpoll/slackpoll/internal/changefeed"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 )
 
@@ -38,6 +39,13 @@ import (
 //	slackpoll_watched_rotation_period_seconds              time to re-read every watched message (absent when unknown)
 //	slackpoll_physical_limit_seconds                       least time the rates allow for a full rotation (absent when unknown)
 //	slackpoll_head_age_seconds{channel}                    time since a conversation's last head read, at the last tick's end
+//	slackpoll_changes_last_seq                             seq of the change feed's last change (scrape time)
+//	slackpoll_changes_oldest_seq                           oldest seq the feed still holds (scrape time)
+//	slackpoll_outbox_pending{webhook}                      outbox rows waiting for delivery (scrape time)
+//	slackpoll_outbox_parked{webhook}                       outbox rows parked after max_attempts failures (scrape time)
+//	slackpoll_outbox_oldest_pending_age_seconds{webhook}   age of the oldest pending row (absent when none)
+//	slackpoll_webhook_deliveries_total{webhook,outcome}    delivery attempts; outcome delivered, failed, parked, fenced
+//	slackpoll_outbox_fence_refusals_total{webhook}         completions refused because the claim's lease had expired
 //
 // plus the Go runtime and process collectors as slackpoll_go_* and slackpoll_process_*.
 // Its methods are safe for concurrent use.
@@ -55,6 +63,8 @@ type Metrics struct {
 	threads     prometheus.Counter
 	tailReads   prometheus.Counter
 	lastTickEnd prometheus.Gauge
+	deliveries  *prometheus.CounterVec
+	fenced      *prometheus.CounterVec
 
 	mu sync.Mutex
 	// after429 marks methods whose last attempt was rate limited: the next attempt's
@@ -110,9 +120,15 @@ func NewMetrics() *Metrics {
 	m.lastTickEnd = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "slackpoll_last_tick_end_timestamp_seconds", Help: "Unix time the last tick ended.",
 	})
+	m.deliveries = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "slackpoll_webhook_deliveries_total", Help: "Webhook delivery attempts, by webhook and outcome (delivered, failed, parked, fenced).",
+	}, []string{"webhook", "outcome"})
+	m.fenced = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "slackpoll_outbox_fence_refusals_total", Help: "Outbox completions refused because the claim's lease had expired (the event is delivered again), by webhook.",
+	}, []string{"webhook"})
 	m.store = &storeCollector{}
 	m.reg.MustRegister(m.calls, m.rateLimited, m.retryWait, m.wait, m.ticks, m.tickDur,
-		m.skipped, m.written, m.threads, m.tailReads, m.lastTickEnd, m.store)
+		m.skipped, m.written, m.threads, m.tailReads, m.lastTickEnd, m.deliveries, m.fenced, m.store)
 	// The contract wants every name to start with slackpoll_, the runtime's too:
 	// slackpoll_go_goroutines, slackpoll_process_resident_memory_bytes, ...
 	prometheus.WrapRegistererWithPrefix("slackpoll_", m.reg).MustRegister(
@@ -154,6 +170,29 @@ func (m *Metrics) OnTick(s rm.TickSummary) {
 	m.threads.Add(float64(s.ThreadsWritten))
 	m.tailReads.Add(float64(s.TailRead))
 	m.lastTickEnd.Set(float64(s.Finished.UnixNano()) / 1e9)
+}
+
+// OnDelivery records one webhook delivery attempt; it has the signature of
+// webhook.Deliverer.OnOutcome.
+func (m *Metrics) OnDelivery(webhook, outcome string) {
+	m.deliveries.WithLabelValues(webhook, outcome).Inc()
+	if outcome == changefeed.OutcomeFenced {
+		m.fenced.WithLabelValues(webhook).Inc()
+	}
+}
+
+// SetWebhooks names the configured webhooks, so that their outbox gauges and
+// delivery counters are exported from the start, at 0.
+func (m *Metrics) SetWebhooks(names []string) {
+	m.store.mu.Lock()
+	m.store.webhooks = names
+	m.store.mu.Unlock()
+	for _, n := range names {
+		m.fenced.WithLabelValues(n)
+		for _, o := range []string{changefeed.OutcomeDelivered, changefeed.OutcomeFailed, changefeed.OutcomeParked, changefeed.OutcomeFenced} {
+			m.deliveries.WithLabelValues(n, o)
+		}
+	}
 }
 
 // Ready reports whether Slack has accepted the token: nil once a Slack call was

@@ -28,6 +28,16 @@ var (
 		"Least seconds the configured rates allow for re-reading every tracked message and thread.", nil, nil)
 	descHeadAge = prometheus.NewDesc("slackpoll_head_age_seconds",
 		"Seconds from a conversation's last head read (its new messages) to the end of the last tick.", []string{"channel"}, nil)
+	descLastSeq = prometheus.NewDesc("slackpoll_changes_last_seq",
+		"Seq of the last change of the change feed (0 before the first).", nil, nil)
+	descOldestSeq = prometheus.NewDesc("slackpoll_changes_oldest_seq",
+		"Oldest seq the change feed still holds (changes.retention).", nil, nil)
+	descOutboxPending = prometheus.NewDesc("slackpoll_outbox_pending",
+		"Outbox rows waiting for delivery, by webhook.", []string{"webhook"}, nil)
+	descOutboxParked = prometheus.NewDesc("slackpoll_outbox_parked",
+		"Outbox rows parked after max_attempts failures, by webhook.", []string{"webhook"}, nil)
+	descOutboxAge = prometheus.NewDesc("slackpoll_outbox_oldest_pending_age_seconds",
+		"Seconds the oldest pending outbox row has waited, by webhook (absent when none).", []string{"webhook"}, nil)
 )
 
 // storeCollector reads the gauges that describe the store from the status report at
@@ -36,6 +46,9 @@ type storeCollector struct {
 	mu    sync.Mutex
 	input func() status.Input
 	store rm.Store
+	// webhooks are the configured webhook names, whose outbox gauges are exported
+	// even when empty.
+	webhooks []string
 }
 
 // watch points the store gauges at store; New calls it.
@@ -47,7 +60,8 @@ func (m *Metrics) watch(input func() status.Input, store rm.Store) {
 
 func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descTracked, descNeverPolled, descOldestAge, descRotation, descConversations,
-		descWatched, descWatchedRotation, descPhysicalLimit, descHeadAge} {
+		descWatched, descWatchedRotation, descPhysicalLimit, descHeadAge,
+		descLastSeq, descOldestSeq, descOutboxPending, descOutboxParked, descOutboxAge} {
 		ch <- d
 	}
 }
@@ -88,6 +102,27 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, c := range r.Conversations {
 		if c.HeadAgeSeconds != nil {
 			ch <- prometheus.MustNewConstMetric(descHeadAge, prometheus.GaugeValue, *c.HeadAgeSeconds, c.ID)
+		}
+	}
+	ch <- prometheus.MustNewConstMetric(descLastSeq, prometheus.GaugeValue, float64(r.Feed.LastSeq))
+	ch <- prometheus.MustNewConstMetric(descOldestSeq, prometheus.GaugeValue, float64(r.Feed.OldestSeq))
+	c.mu.Lock()
+	hooks := c.webhooks
+	c.mu.Unlock()
+	outbox := map[string]status.Outbox{}
+	for _, o := range r.Feed.Outbox {
+		outbox[o.Webhook] = o
+	}
+	for _, name := range hooks {
+		if _, ok := outbox[name]; !ok {
+			outbox[name] = status.Outbox{Webhook: name} // configured and empty: 0, not absent
+		}
+	}
+	for name, o := range outbox {
+		ch <- prometheus.MustNewConstMetric(descOutboxPending, prometheus.GaugeValue, float64(o.Pending), name)
+		ch <- prometheus.MustNewConstMetric(descOutboxParked, prometheus.GaugeValue, float64(o.Parked), name)
+		if o.OldestPendingAgeSeconds != nil {
+			ch <- prometheus.MustNewConstMetric(descOutboxAge, prometheus.GaugeValue, *o.OldestPendingAgeSeconds, name)
 		}
 	}
 	byStatus := map[string]int{}

@@ -11,6 +11,9 @@
 //	GET  /v1/users/{id}                           one user line (to resolve reaction users)
 //	POST /v1/tracked                              {"channel","ts","record"} → the message line
 //	GET  /v1/status                               the status report (internal/status.Report)
+//	GET  /v1/changes                              ?after=&limit=&wait=&kind=&channel=&record=&own= → changefeed.Page; 410 when pruned
+//	GET  /v1/outbox                               ?webhook=&parked=true → {"items": [outbox rows]}
+//	POST /v1/outbox/requeue                       {"webhook","seqs"} → {"requeued": n}
 //	GET  /healthz                                 200 while the process serves; no token needed
 //	GET  /readyz                                  200 when the store is open and Ready() is nil
 //	GET  /metrics                                 Prometheus text format, names slackpoll_*
@@ -26,6 +29,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/slackpoll/slackpoll/internal/changefeed"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 )
 
@@ -52,6 +56,11 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock of the status report and the store gauges; nil is time.Now.
 	Now func() time.Time
+	// Notifier wakes long polls of GET /v1/changes; nil answers them at once.
+	Notifier *changefeed.Notifier
+	// OnRequeue, if set, is called after POST /v1/outbox/requeue put rows back in
+	// line (the deliverer's Wake).
+	OnRequeue func()
 }
 
 // api holds the handlers' dependencies.
@@ -62,6 +71,8 @@ type api struct {
 	ready      func() error
 	log        *slog.Logger
 	now        func() time.Time
+	notifier   *changefeed.Notifier
+	onRequeue  func()
 }
 
 // New returns the API's handler. It registers Options.Store with Options.Metrics for
@@ -70,6 +81,7 @@ func New(opts Options) http.Handler {
 	a := &api{
 		store: opts.Store, configured: opts.Configured, interval: opts.Interval,
 		ready: opts.Ready, log: opts.Logger, now: opts.Now,
+		notifier: opts.Notifier, onRequeue: opts.OnRequeue,
 	}
 	if a.log == nil {
 		a.log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -91,6 +103,9 @@ func New(opts Options) http.Handler {
 	mux.HandleFunc("GET /v1/users/{id}", a.user)
 	mux.HandleFunc("POST /v1/tracked", a.track)
 	mux.HandleFunc("GET /v1/status", a.status)
+	mux.HandleFunc("GET /v1/changes", a.changes)
+	mux.HandleFunc("GET /v1/outbox", a.outbox)
+	mux.HandleFunc("POST /v1/outbox/requeue", a.requeue)
 	mux.HandleFunc("GET /healthz", healthz)
 	mux.HandleFunc("GET /readyz", a.readyz)
 	mux.Handle("GET /metrics", m.handler())

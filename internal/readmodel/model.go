@@ -215,6 +215,25 @@ type Conversation struct {
 	// RetiredTo is the newest ts the tracking policy retired, "" when none: a longer
 	// horizon brings back what lies between it and the new horizon.
 	RetiredTo TS `json:"retired_to"`
+	// Baselined is set by the conversation's first complete bulk window walk, and
+	// FeedFrom is the newest ts that walk read ("" for an empty window): a message
+	// first seen later is news for the change feed (message_posted, reply_added)
+	// only if its ts is after FeedFrom; older ones are history being filled in.
+	Baselined bool `json:"baselined"`
+	FeedFrom  TS   `json:"feed_from"`
+}
+
+// cover records a complete bulk window read through top ("" when it read nothing):
+// the window is covered up to it, no walk is pending, and the first one sets the
+// change feed's baseline.
+func (c *Conversation) cover(top TS) {
+	if top != "" {
+		c.CoveredTo = top
+	}
+	c.WalkTop, c.WalkBottom = "", ""
+	if !c.Baselined {
+		c.Baselined, c.FeedFrom = true, c.CoveredTo
+	}
 }
 
 // Identity is what auth.test says about the token: the bot user and bot IDs used to

@@ -66,6 +66,11 @@ type PollerConfig struct {
 	Logger *slog.Logger
 	// OnTick, if set, is called with the summary of every finished tick (metrics).
 	OnTick func(TickSummary)
+	// Feed configures the change feed: backfill and the webhooks' subscriptions.
+	Feed FeedConfig
+	// OnChanges, if set, is called with the last seq after each commit that appended
+	// changes to the feed, outside the transaction.
+	OnChanges func(last uint64)
 }
 
 func (c *PollerConfig) setDefaults() {
@@ -162,7 +167,7 @@ func NewPoller(store Store, src Source, cfg PollerConfig) *Poller {
 	cfg.setDefaults()
 	return &Poller{
 		store: store, src: src, cfg: cfg, log: cfg.Logger,
-		w:            &writer{store: store},
+		w:            &writer{store: store, feed: cfg.Feed, now: cfg.Now, onChanges: cfg.OnChanges},
 		pendingUsers: map[string]struct{}{}, unlocated: map[Ref]bool{},
 		tailBackoff: map[Ref]backoff{}, arrivals: map[string]float64{}, noReactions: map[Ref]bool{},
 	}

@@ -97,6 +97,27 @@ type Tx interface {
 	LastTick() (TickSummary, bool, error)
 	// PutLastTick replaces the summary of the last finished tick.
 	PutLastTick(s TickSummary) error
+
+	// AppendChange assigns c.Seq, the feed's next sequence number (never reused, even
+	// after the change is deleted), and stores c.
+	AppendChange(c *Change) error
+	// Changes calls fn for every stored change with Seq > after, by seq ascending.
+	// Returning ErrStopIteration ends the walk.
+	Changes(after uint64, fn func(Change) error) error
+	// ChangeBounds returns the seq of the oldest change still stored (0 when none is)
+	// and the last seq assigned (0 before the first).
+	ChangeBounds() (oldest, last uint64, err error)
+	// DeleteChange removes one change (retention); an absent one is not an error.
+	DeleteChange(seq uint64) error
+	// PutOutbox replaces the outbox row (r.Webhook, r.Seq).
+	PutOutbox(r OutboxRow) error
+	// Outbox calls fn for every outbox row of webhook, by seq ascending; "" walks every
+	// webhook's rows, by webhook name then seq. Returning ErrStopIteration ends the walk.
+	Outbox(webhook string, fn func(OutboxRow) error) error
+	// OutboxRow returns the row (webhook, seq).
+	OutboxRow(webhook string, seq uint64) (OutboxRow, bool, error)
+	// DeleteOutbox removes a row; an absent one is not an error.
+	DeleteOutbox(webhook string, seq uint64) error
 }
 
 // TailEntry is one entry of the tail index: a tracked message and its RotatedAt (nil:

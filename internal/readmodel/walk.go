@@ -12,7 +12,7 @@ func (t *tick) sweep(c Conversation) (fresh, pages int, err error) {
 		if err != nil || resumed {
 			return fresh, pages, err
 		}
-		c.CoveredTo, c.WalkTop, c.WalkBottom = c.WalkTop, "", ""
+		c.cover(c.WalkTop)
 	}
 	return t.freshWalk(ch, c.CoveredTo)
 }
@@ -51,7 +51,7 @@ func (t *tick) resumeWalk(ch string, c Conversation) (bool, int, int, error) {
 		floor = c.CoveredTo
 	}
 	if !floor.Before(c.WalkBottom) {
-		err := t.p.w.updateConversation(ch, func(c *Conversation) { c.CoveredTo, c.WalkTop, c.WalkBottom = c.WalkTop, "", "" })
+		err := t.p.w.updateConversation(ch, func(c *Conversation) { c.cover(c.WalkTop) })
 		return false, 0, 0, err
 	}
 	w := walk{ch: ch, top: c.WalkTop, bottom: c.WalkBottom, seen: map[TS]bool{}}
@@ -178,7 +178,7 @@ func (t *tick) advance(w *walk, page *Page) error {
 		// Below here a complete walk has read everything: the window is covered
 		// through top now, whether or not this walk gets to its empty cursor.
 		w.covered = true
-		return t.p.w.updateConversation(w.ch, func(c *Conversation) { c.CoveredTo, c.WalkTop, c.WalkBottom = w.top, "", "" })
+		return t.p.w.updateConversation(w.ch, func(c *Conversation) { c.cover(w.top) })
 	}
 	return t.p.w.updateConversation(w.ch, func(c *Conversation) { c.WalkTop, c.WalkBottom = w.top, w.bottom })
 }
@@ -196,12 +196,7 @@ func (w *walk) coveredTop() TS {
 // top (unchanged when the walk read nothing), no walk is pending, and the
 // conversation is swept.
 func (t *tick) walkDone(ch string, top TS) error {
-	err := t.p.w.updateConversation(ch, func(c *Conversation) {
-		if top != "" {
-			c.CoveredTo = top
-		}
-		c.WalkTop, c.WalkBottom = "", ""
-	})
+	err := t.p.w.updateConversation(ch, func(c *Conversation) { c.cover(top) })
 	if err != nil {
 		return err
 	}

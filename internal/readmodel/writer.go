@@ -8,18 +8,40 @@ import (
 
 // writer is the one place the poller writes the model: every method is one store
 // transaction that applies the replace-on-read rules to what a read returned, so a
-// crash leaves each read applied whole or not at all. The streams of a tick call it
-// concurrently; bbolt runs one write transaction at a time, and mu keeps the
-// read-modify-write of each method whole for stores that do not.
+// crash leaves each read applied whole or not at all. Each transaction writes through
+// a feedTx, which appends what changed to the change feed in the same transaction.
+// The streams of a tick call it concurrently; bbolt runs one write transaction at a
+// time, and mu keeps the read-modify-write of each method whole for stores that do
+// not.
 type writer struct {
 	store Store
 	mu    sync.Mutex
+	// feed configures the change feed; now stamps its changes (the poller's clock).
+	feed FeedConfig
+	now  func() time.Time
+	// onChanges, if set, is called with the last seq after a commit that appended
+	// changes (outside the transaction: long polls and deliverers wake on it).
+	onChanges func(last uint64)
 }
 
 func (w *writer) update(fn func(Tx) error) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return storeErr(w.store.Update(fn))
+	now := time.Now
+	if w.now != nil {
+		now = w.now
+	}
+	var last uint64
+	err := w.store.Update(func(tx Tx) error {
+		ftx := newFeedTx(tx, &w.feed, now())
+		err := fn(ftx)
+		last = ftx.last
+		return err
+	})
+	if err == nil && last > 0 && w.onChanges != nil {
+		w.onChanges(last)
+	}
+	return storeErr(err)
 }
 
 // applied is one message as stored after a read, with what the read implies next.

@@ -33,6 +33,8 @@ type Report struct {
 	// NextTickAt is when the next tick starts: the last tick's start plus the interval,
 	// or its end when it overran. nil when no daemon runs or no tick has run yet.
 	NextTickAt *time.Time `json:"next_tick_at"`
+	// Feed is the change feed and the webhooks' outbox.
+	Feed Feed `json:"feed"`
 }
 
 // Conversation is one conversation's state: its export fields (README, "Commands" (export)), the
@@ -143,6 +145,9 @@ func Build(tx rm.Tx, in Input) (Report, error) {
 		return Report{}, err
 	}
 	if err := r.addCoverage(tx); err != nil {
+		return Report{}, err
+	}
+	if err := r.addFeed(tx); err != nil {
 		return Report{}, err
 	}
 	id, ok, err := tx.Identity()

@@ -68,6 +68,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		}
 		p.line("watched: %d messages; watched rotation: %s", cv.Watched, rot)
 	}
+	r.writeFeed(p)
 	r.writeTick(p)
 	return p.err
 }

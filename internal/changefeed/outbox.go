@@ -1,0 +1,285 @@
+package changefeed
+
+import (
+	"errors"
+	"time"
+
+	rm "github.com/slackpoll/slackpoll/internal/readmodel"
+)
+
+// Outbox holds the delivery rules of the webhooks' outbox rows. Every method is one
+// store transaction, so a crash leaves each step whole or undone: a row is never
+// lost, and a claim left behind by a crash is freed by its lease expiring, not by
+// code that the crash would have skipped.
+type Outbox struct {
+	Store rm.Store
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// Lease is how long a claim holds its rows (default 1m).
+	Lease time.Duration
+	// Backoff is the wait after a first failure, doubled per failure up to
+	// MaxBackoff (defaults 5s and 10m).
+	Backoff, MaxBackoff time.Duration
+	// MaxAttempts parks a row after that many failed attempts (default 10).
+	MaxAttempts int
+}
+
+// Outcome names what a delivery attempt did, for logs and metrics.
+const (
+	OutcomeDelivered = "delivered"
+	OutcomeFailed    = "failed"
+	OutcomeParked    = "parked"
+	// OutcomeFenced: the claim was lost (its lease expired) before the attempt was
+	// recorded; another claim delivers the row again.
+	OutcomeFenced = "fenced"
+)
+
+func (o *Outbox) now() time.Time {
+	if o.Now != nil {
+		return o.Now().UTC()
+	}
+	return time.Now().UTC()
+}
+
+func (o *Outbox) lease() time.Duration {
+	if o.Lease > 0 {
+		return o.Lease
+	}
+	return time.Minute
+}
+
+func (o *Outbox) maxBackoff() time.Duration {
+	if o.MaxBackoff > 0 {
+		return o.MaxBackoff
+	}
+	return 10 * time.Minute
+}
+
+func (o *Outbox) backoff(attempts int) time.Duration {
+	d := o.Backoff
+	if d <= 0 {
+		d = 5 * time.Second
+	}
+	for i := 1; i < attempts && d < o.maxBackoff(); i++ {
+		d *= 2
+	}
+	return min(d, o.maxBackoff())
+}
+
+func (o *Outbox) maxAttempts() int {
+	if o.MaxAttempts > 0 {
+		return o.MaxAttempts
+	}
+	return 10
+}
+
+// held reports whether token holds r at now. A lease further ahead than one lease
+// period was written by a clock that has since moved back: it is not trusted.
+func (o *Outbox) held(r *rm.OutboxRow, token string, now time.Time) bool {
+	return r.ClaimToken != "" && r.ClaimToken == token && o.leased(r, now)
+}
+
+func (o *Outbox) leased(r *rm.OutboxRow, now time.Time) bool {
+	return r.ClaimToken != "" && now.Before(r.LeaseUntil) && !r.LeaseUntil.After(now.Add(o.lease()))
+}
+
+// waiting reports whether r backs off at now. A retry time further ahead than the
+// longest backoff comes from a clock that has since moved back: it is now.
+func (o *Outbox) waiting(r *rm.OutboxRow, now time.Time) bool {
+	return now.Before(r.NextAttempt) && !r.NextAttempt.After(now.Add(o.maxBackoff()))
+}
+
+// Claim claims up to n rows of webhook for token, in seq order, with a lease of
+// Lease, and returns them. Per conversation, order holds: a row that is held by
+// another claim or backing off keeps every later row of its conversation out of the
+// batch. Parked rows are skipped and hold nothing back. Claiming again with the same
+// token while its claim holds returns the same rows and claims no others: a
+// deliverer that retries a claim whose answer it lost does not take a second batch.
+func (o *Outbox) Claim(webhook, token string, n int) ([]rm.OutboxRow, error) {
+	if token == "" {
+		return nil, errors.New("outbox: empty claim token")
+	}
+	var out []rm.OutboxRow
+	err := o.Store.Update(func(tx rm.Tx) error {
+		out = out[:0]
+		now := o.now()
+		err := tx.Outbox(webhook, func(r rm.OutboxRow) error {
+			if o.held(&r, token, now) {
+				out = append(out, r)
+			}
+			return nil
+		})
+		if err != nil || len(out) > 0 {
+			return err
+		}
+		blocked := map[string]bool{}
+		err = tx.Outbox(webhook, func(r rm.OutboxRow) error {
+			switch {
+			case len(out) >= n:
+				return rm.ErrStopIteration
+			case r.Parked:
+				return nil
+			case blocked[r.Change.Channel]:
+				return nil
+			case o.leased(&r, now) || o.waiting(&r, now):
+				blocked[r.Change.Channel] = true
+				return nil
+			}
+			r.ClaimToken, r.LeaseUntil = token, now.Add(o.lease())
+			out = append(out, r)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, r := range out {
+			if err := tx.PutOutbox(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Complete deletes a delivered row if token still holds it, and reports whether it
+// did. A false answer is the fence: the lease expired first, the row may be claimed
+// and delivered again, and the receiver will see the event twice.
+func (o *Outbox) Complete(webhook, token string, seq uint64) (bool, error) {
+	ok := false
+	err := o.Store.Update(func(tx rm.Tx) error {
+		r, found, err := tx.OutboxRow(webhook, seq)
+		if err != nil || !found {
+			ok = false
+			return err
+		}
+		if ok = o.held(&r, token, o.now()); !ok {
+			return nil
+		}
+		return tx.DeleteOutbox(webhook, seq)
+	})
+	return ok, err
+}
+
+// Fail records a failed attempt of a row token holds: the claim is released, the
+// row backs off (Backoff doubled per attempt, at most MaxBackoff), and after
+// MaxAttempts it is parked. It returns the outcome: failed, parked, or fenced when
+// the claim was no longer held (nothing is recorded then).
+func (o *Outbox) Fail(webhook, token string, seq uint64, reason string) (string, error) {
+	outcome := OutcomeFenced
+	err := o.Store.Update(func(tx rm.Tx) error {
+		outcome = OutcomeFenced
+		r, found, err := tx.OutboxRow(webhook, seq)
+		now := o.now()
+		if err != nil || !found || !o.held(&r, token, now) {
+			return err
+		}
+		r.Attempts++
+		r.LastError = reason
+		r.ClaimToken, r.LeaseUntil = "", time.Time{}
+		r.NextAttempt = now.Add(o.backoff(r.Attempts))
+		outcome = OutcomeFailed
+		if r.Attempts >= o.maxAttempts() {
+			r.Parked, outcome = true, OutcomeParked
+		}
+		return tx.PutOutbox(r)
+	})
+	return outcome, err
+}
+
+// Requeue puts parked rows of webhook back in line with a fresh attempt count: the
+// rows named by seqs, or every parked row when seqs is empty. It returns how many.
+func (o *Outbox) Requeue(webhook string, seqs []uint64) (int, error) {
+	n := 0
+	err := o.Store.Update(func(tx rm.Tx) error {
+		n = 0
+		var back []rm.OutboxRow
+		want := map[uint64]bool{}
+		for _, s := range seqs {
+			want[s] = true
+		}
+		err := tx.Outbox(webhook, func(r rm.OutboxRow) error {
+			if r.Parked && (len(seqs) == 0 || want[r.Seq]) {
+				back = append(back, r)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, r := range back {
+			r.Parked, r.Attempts, r.NextAttempt = false, 0, time.Time{}
+			if err := tx.PutOutbox(r); err != nil {
+				return err
+			}
+		}
+		n = len(back)
+		return nil
+	})
+	return n, err
+}
+
+// Stats are one webhook's outbox figures, for status and metrics.
+type Stats struct {
+	// Pending rows are waiting for delivery (claimed, backing off or due); Parked
+	// rows wait for a requeue.
+	Pending, Parked int
+	// OldestPending is when the oldest pending row was enqueued; zero when none.
+	OldestPending time.Time
+}
+
+// OutboxStats returns the figures of every webhook with rows, by name.
+func OutboxStats(tx rm.Tx) (map[string]Stats, error) {
+	out := map[string]Stats{}
+	err := tx.Outbox("", func(r rm.OutboxRow) error {
+		s := out[r.Webhook]
+		if r.Parked {
+			s.Parked++
+		} else {
+			s.Pending++
+			if s.OldestPending.IsZero() || r.Enqueued.Before(s.OldestPending) {
+				s.OldestPending = r.Enqueued
+			}
+		}
+		out[r.Webhook] = s
+		return nil
+	})
+	return out, err
+}
+
+// RowSummary is one outbox row as listed to operators (GET /v1/outbox, `slackpoll
+// outbox`): without the change body and the claim token.
+type RowSummary struct {
+	Webhook     string    `json:"webhook"`
+	Seq         uint64    `json:"seq"`
+	ID          string    `json:"id"`
+	Kind        string    `json:"kind"`
+	Channel     string    `json:"channel,omitempty"`
+	Enqueued    time.Time `json:"enqueued"`
+	Attempts    int       `json:"attempts"`
+	NextAttempt time.Time `json:"next_attempt"`
+	Claimed     bool      `json:"claimed"`
+	Parked      bool      `json:"parked"`
+	LastError   string    `json:"last_error,omitempty"`
+}
+
+// ListOutbox returns up to limit rows of webhook ("" for all), parked ones only
+// when parkedOnly, by webhook and seq.
+func ListOutbox(tx rm.Tx, webhook string, parkedOnly bool, now time.Time, limit int) ([]RowSummary, error) {
+	out := []RowSummary{}
+	err := tx.Outbox(webhook, func(r rm.OutboxRow) error {
+		if len(out) >= limit {
+			return rm.ErrStopIteration
+		}
+		if parkedOnly && !r.Parked {
+			return nil
+		}
+		out = append(out, RowSummary{
+			Webhook: r.Webhook, Seq: r.Seq, ID: r.Change.ID, Kind: r.Change.Kind, Channel: r.Change.Channel,
+			Enqueued: r.Enqueued, Attempts: r.Attempts, NextAttempt: r.NextAttempt,
+			Claimed: r.ClaimToken != "" && now.Before(r.LeaseUntil), Parked: r.Parked, LastError: r.LastError,
+		})
+		return nil
+	})
+	return out, err
+}

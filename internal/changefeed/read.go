@@ -1,0 +1,64 @@
+package changefeed
+
+import (
+	"errors"
+	"fmt"
+
+	rm "github.com/slackpoll/slackpoll/internal/readmodel"
+)
+
+// Page is one answer of the feed: the changes after a seq, and where the feed stands.
+type Page struct {
+	Changes []rm.Change `json:"changes"`
+	// Next is the cursor to pass as after for the following page: the seq of the last
+	// change examined (filters may have skipped some), else after.
+	Next uint64 `json:"next"`
+	// Oldest is the oldest seq still held (changes before it were pruned); Last is
+	// the last seq assigned. A feed with no change held yet has Oldest = Last + 1.
+	Oldest uint64 `json:"oldest"`
+	Last   uint64 `json:"last"`
+}
+
+// GoneError says the changes a consumer asked for were pruned: it is behind the
+// oldest seq still held, and must resynchronise (an export) before it follows again.
+type GoneError struct {
+	After, Oldest uint64
+}
+
+func (e *GoneError) Error() string {
+	return fmt.Sprintf("changes after seq %d are no longer held: the oldest kept is %d (changes.retention); resynchronise from an export, then follow from seq %d",
+		e.After, e.Oldest, e.Oldest-1)
+}
+
+// ErrGone matches every *GoneError with errors.Is.
+var ErrGone = errors.New("changes pruned")
+
+// Is makes errors.Is(err, ErrGone) true for a *GoneError.
+func (e *GoneError) Is(target error) bool { return target == ErrGone }
+
+// Read returns up to limit changes with seq > after that pass f, in seq order, and
+// the feed's bounds. It fails with a *GoneError when changes after after were pruned.
+func Read(tx rm.Tx, after uint64, limit int, f rm.ChangeFilter) (Page, error) {
+	oldest, last, err := tx.ChangeBounds()
+	if err != nil {
+		return Page{}, err
+	}
+	if oldest == 0 {
+		oldest = last + 1
+	}
+	p := Page{Changes: []rm.Change{}, Next: after, Oldest: oldest, Last: last}
+	if after+1 < oldest && after < last {
+		return p, &GoneError{After: after, Oldest: oldest}
+	}
+	err = tx.Changes(after, func(c rm.Change) error {
+		if len(p.Changes) >= limit {
+			return rm.ErrStopIteration
+		}
+		p.Next = c.Seq
+		if f.Match(&c) {
+			p.Changes = append(p.Changes, c)
+		}
+		return nil
+	})
+	return p, err
+}

@@ -1,0 +1,231 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/slackpoll/slackpoll/internal/changefeed"
+	"github.com/slackpoll/slackpoll/internal/httpapi"
+	rm "github.com/slackpoll/slackpoll/internal/readmodel"
+)
+
+// feedFlags are the flags of changes, outbox and requeue.
+type feedFlags struct {
+	after                    uint64
+	follow                   bool
+	kinds, channels, records []string
+	own                      string
+	webhook                  string
+	parked                   bool
+}
+
+func changesFlags(fs *pflag.FlagSet, c *cmdCtx) {
+	fs.Uint64Var(&c.feed.after, "after", 0, "print the changes after this seq (the last seq you processed)")
+	fs.BoolVar(&c.feed.follow, "follow", false, "keep printing new changes as the running daemon writes them (needs http.listen)")
+	fs.StringSliceVar(&c.feed.kinds, "kind", nil, "only these change kinds (repeatable or comma-separated)")
+	fs.StringSliceVar(&c.feed.channels, "channel", nil, "only these conversation IDs")
+	fs.StringSliceVar(&c.feed.records, "record", nil, "only changes of messages with these record keys")
+	fs.StringVar(&c.feed.own, "own", "", "true: only the app's own posts and reactions; false: only others'")
+}
+
+// followWait is the long poll of changes --follow.
+const followWait = 30 * time.Second
+
+// cmdChanges is `slackpoll changes [--after SEQ] [--follow] [filters]`: the change
+// feed as JSON Lines, one change per line, in seq order (README, "Change feed"). From
+// the store file, or from the daemon's API while it holds the store; --follow long
+// polls the API until interrupted.
+func cmdChanges(ctx context.Context, c *cmdCtx) error {
+	cfg, err := c.loadConfig()
+	if err != nil {
+		return err
+	}
+	q := changefeed.FilterQuery(rm.ChangeFilter{Kinds: c.feed.kinds, Channels: c.feed.channels, Records: c.feed.records})
+	if c.feed.own != "" {
+		q.Set("own", c.feed.own)
+	}
+	f, err := changefeed.ParseFilter(q)
+	if err != nil {
+		return usageErr("changes: %v", err)
+	}
+	r, err := openReader(cfg)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = r.Close() }() // read-only
+	enc := json.NewEncoder(c.env.Stdout)
+	enc.SetEscapeHTML(false)
+	after := c.feed.after
+	for {
+		var p changefeed.Page
+		if r.api != nil {
+			p, err = r.api.changes(ctx, after, q, c.feed.follow)
+		} else {
+			err = r.store.View(func(tx rm.Tx) error {
+				var err error
+				p, err = changefeed.Read(tx, after, 1000, f)
+				return err
+			})
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil // interrupted while following: a normal end
+			}
+			return err
+		}
+		for i := range p.Changes {
+			if err := enc.Encode(&p.Changes[i]); err != nil {
+				return err
+			}
+		}
+		moved := p.Next > after
+		after = p.Next
+		switch {
+		case moved && p.Next < p.Last:
+			continue // more pages
+		case !c.feed.follow:
+			return nil
+		case r.store != nil:
+			return fmt.Errorf("changes --follow: no daemon holds store %s, so nothing new will come; printed up to seq %d (start `slackpoll run` with http.listen set, then follow with --after %d)",
+				cfg.Store.Path, after, after)
+		}
+	}
+}
+
+// changes asks GET /v1/changes once; with wait it is a long poll.
+func (c *apiClient) changes(ctx context.Context, after uint64, filter url.Values, wait bool) (changefeed.Page, error) {
+	q := url.Values{}
+	for k, v := range filter {
+		q[k] = v
+	}
+	q.Set("after", strconv.FormatUint(after, 10))
+	q.Set("limit", "1000")
+	long := *c
+	if wait {
+		q.Set("wait", followWait.String())
+		hc := *c.hc
+		hc.Timeout = followWait + apiTimeout
+		long.hc = &hc
+	}
+	var p changefeed.Page
+	err := long.doCtx(ctx, http.MethodGet, "/v1/changes?"+q.Encode(), nil, &p)
+	var ae *apiError
+	if errors.As(err, &ae) && ae.code == http.StatusGone {
+		return p, fmt.Errorf("changes: %s", ae.msg)
+	}
+	return p, err
+}
+
+// cmdOutbox is `slackpoll outbox [--webhook NAME] [--parked]`: the webhooks' rows
+// waiting for delivery, as a table (or --json).
+func cmdOutbox(ctx context.Context, c *cmdCtx) error {
+	cfg, err := c.loadConfig()
+	if err != nil {
+		return err
+	}
+	r, err := openReader(cfg)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = r.Close() }() // read-only
+	var rows []changefeed.RowSummary
+	if r.api != nil {
+		var l struct {
+			Items []changefeed.RowSummary `json:"items"`
+		}
+		q := url.Values{"webhook": {c.feed.webhook}, "parked": {strconv.FormatBool(c.feed.parked)}}
+		err = r.api.get("/v1/outbox?"+q.Encode(), &l)
+		rows = l.Items
+	} else {
+		err = r.store.View(func(tx rm.Tx) error {
+			rows, err = changefeed.ListOutbox(tx, c.feed.webhook, c.feed.parked, time.Now(), 1000)
+			return err
+		})
+	}
+	if err != nil {
+		return err
+	}
+	if c.jsonOut {
+		enc := json.NewEncoder(c.env.Stdout)
+		for i := range rows {
+			if err := enc.Encode(&rows[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	tw := tabwriter.NewWriter(c.env.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "WEBHOOK\tSEQ\tKIND\tCHANNEL\tSTATE\tATTEMPTS\tWAITING\tLAST ERROR")
+	for _, row := range rows {
+		state := "due"
+		switch {
+		case row.Parked:
+			state = "parked"
+		case row.Claimed:
+			state = "claimed"
+		case time.Now().Before(row.NextAttempt):
+			state = "retry at " + row.NextAttempt.Format(time.RFC3339)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%d\t%s\t%s\n", row.Webhook, row.Seq, row.Kind, dashIfEmpty(row.Channel), state,
+			row.Attempts, time.Since(row.Enqueued).Round(time.Second), dashIfEmpty(row.LastError))
+	}
+	if len(rows) == 0 {
+		fmt.Fprintln(tw, "(no rows: everything was delivered)")
+	}
+	return tw.Flush()
+}
+
+// cmdRequeue is `slackpoll requeue --webhook NAME [SEQ...]`: parked rows back in line
+// (all of the webhook's parked rows without SEQ), with a fresh attempt count.
+func cmdRequeue(ctx context.Context, c *cmdCtx) error {
+	cfg, err := c.loadConfig()
+	if err != nil {
+		return err
+	}
+	if c.feed.webhook == "" {
+		return usageErr("requeue: --webhook NAME is required (see `slackpoll outbox --parked`)")
+	}
+	var seqs []uint64
+	for _, a := range c.args {
+		s, err := strconv.ParseUint(a, 10, 64)
+		if err != nil {
+			return usageErr("requeue: %q is not a seq (a whole number, as `slackpoll outbox --parked` lists)", a)
+		}
+		seqs = append(seqs, s)
+	}
+	w, err := openWriter(cfg)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = w.Close() }() // Requeue committed in its own transaction
+	var n int
+	if w.api != nil {
+		var resp httpapi.RequeueResponse
+		err = w.api.post("/v1/outbox/requeue", httpapi.RequeueRequest{Webhook: c.feed.webhook, Seqs: seqs}, &resp)
+		n = resp.Requeued
+	} else {
+		n, err = (&changefeed.Outbox{Store: w.store}).Requeue(c.feed.webhook, seqs)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.env.Stdout, "requeued %d parked row(s) of webhook %s\n", n, c.feed.webhook)
+	return nil
+}
+
+func dashIfEmpty(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return strings.ReplaceAll(s, "\n", " ")
+}

@@ -1,0 +1,104 @@
+package cli
+
+import (
+	"context"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/slackpoll/slackpoll/config"
+	"github.com/slackpoll/slackpoll/internal/changefeed"
+	rm "github.com/slackpoll/slackpoll/internal/readmodel"
+	"github.com/slackpoll/slackpoll/internal/webhook"
+)
+
+// pruneEvery is how often the daemon deletes changes past changes.retention.
+const pruneEvery = 10 * time.Minute
+
+// feedConfig maps changes: and webhooks: onto the writer's feed configuration.
+func feedConfig(cfg *config.Config) rm.FeedConfig {
+	fc := rm.FeedConfig{Backfill: cfg.Changes.Backfill}
+	for _, w := range cfg.Webhooks {
+		fc.Subscriptions = append(fc.Subscriptions, rm.Subscription{
+			Name:   w.Name,
+			Filter: rm.ChangeFilter{Kinds: w.Kinds, Channels: w.Channels, Records: w.Records, Own: w.Own},
+		})
+	}
+	return fc
+}
+
+// webhookNames lists the configured webhooks, for the metrics.
+func webhookNames(cfg *config.Config) []string {
+	var out []string
+	for _, w := range cfg.Webhooks {
+		out = append(out, w.Name)
+	}
+	return out
+}
+
+// newDeliverer builds the deliverer of the configured webhooks; nil when there are
+// none. Validate has checked every URL.
+func (d *daemon) newDeliverer() *webhook.Deliverer {
+	if len(d.cfg.Webhooks) == 0 {
+		return nil
+	}
+	del := &webhook.Deliverer{Log: d.log, OnOutcome: d.metrics.OnDelivery}
+	// One outbox per webhook: lease and attempts are per webhook.
+	for _, w := range d.cfg.Webhooks {
+		u, _ := url.Parse(w.URL)
+		del.Hooks = append(del.Hooks, webhook.Hook{
+			Name: w.Name, URL: u, Secret: []byte(w.Secret.Reveal()), Timeout: w.Timeout.D(),
+			Outbox: &changefeed.Outbox{Store: d.store, Lease: w.Lease.D(), MaxAttempts: w.MaxAttempts},
+		})
+	}
+	return del
+}
+
+// runFeed starts the feed's background work — webhook delivery, retention — and
+// returns the function that stops it and waits for it.
+func (d *daemon) runFeed(ctx context.Context) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	if d.deliverer != nil {
+		wg.Go(func() { _ = d.deliverer.Run(ctx) })
+	}
+	wg.Go(func() {
+		t := time.NewTicker(pruneEvery)
+		defer t.Stop()
+		for {
+			d.prune()
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	})
+	return func() { cancel(); wg.Wait() }
+}
+
+// prune deletes the changes past changes.retention, a batch per transaction.
+func (d *daemon) prune() {
+	total := 0
+	for {
+		n, err := changefeed.Prune(d.store, time.Now(), d.cfg.Changes.Retention.D(), 1000)
+		total += n
+		if err != nil {
+			d.log.Error("change feed: pruning failed", "err", err)
+			return
+		}
+		if n < 1000 {
+			break
+		}
+	}
+	if total > 0 {
+		d.log.Info("change feed: pruned changes past changes.retention", "changes", total, "retention", d.cfg.Changes.Retention)
+	}
+}
+
+// wakeDeliverer asks for a delivery sweep now (after a requeue).
+func (d *daemon) wakeDeliverer() {
+	if d.deliverer != nil {
+		d.deliverer.Wake()
+	}
+}

@@ -1,0 +1,146 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/slackpoll/slackpoll/internal/changefeed"
+	rm "github.com/slackpoll/slackpoll/internal/readmodel"
+)
+
+// Limits of GET /v1/changes.
+const (
+	defaultChangesLimit = 100
+	maxChangesLimit     = 1000
+	// maxChangesWait stays under the server's WriteTimeout (NewServer).
+	maxChangesWait = 50 * time.Second
+)
+
+// goneBody is the body of a 410: the consumer is behind the feed's retention.
+type goneBody struct {
+	Error  string `json:"error"`
+	Oldest uint64 `json:"oldest"`
+}
+
+// changes answers GET /v1/changes?after=SEQ&limit=N&wait=30s&kind=&channel=&record=&own=:
+// a changefeed.Page of the changes after SEQ in seq order. With wait, an empty
+// answer is held until a change arrives or wait passes (a long poll). 410 when the
+// changes after SEQ were pruned.
+func (a *api) changes(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	after, err := uintParam(q.Get("after"), 0)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "after=%q: want a seq, a whole number >= 0", q.Get("after"))
+		return
+	}
+	limit, err := uintParam(q.Get("limit"), defaultChangesLimit)
+	if err != nil || limit < 1 || limit > maxChangesLimit {
+		writeError(w, http.StatusBadRequest, "limit=%q: want a whole number from 1 to %d", q.Get("limit"), maxChangesLimit)
+		return
+	}
+	var wait time.Duration
+	if s := q.Get("wait"); s != "" {
+		if wait, err = time.ParseDuration(s); err != nil || wait < 0 || wait > maxChangesWait {
+			writeError(w, http.StatusBadRequest, "wait=%q: want a duration from 0s to %s, e.g. 30s", s, maxChangesWait)
+			return
+		}
+	}
+	f, err := changefeed.ParseFilter(q)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), wait)
+	defer cancel()
+	for {
+		var p changefeed.Page
+		err := a.store.View(func(tx rm.Tx) error {
+			var err error
+			p, err = changefeed.Read(tx, after, int(limit), f)
+			return err
+		})
+		var gone *changefeed.GoneError
+		switch {
+		case errors.As(err, &gone):
+			writeJSON(w, http.StatusGone, goneBody{Error: gone.Error(), Oldest: gone.Oldest})
+			return
+		case err != nil:
+			a.internalError(w, r, err)
+			return
+		case len(p.Changes) > 0 || wait == 0 || a.notifier == nil:
+			writeJSON(w, http.StatusOK, p)
+			return
+		}
+		// Nothing yet: filters may skip what arrives, so the wait goes on from the
+		// last seq examined.
+		after = p.Next
+		if a.notifier.Wait(ctx, p.Last) != nil {
+			p.Next = after
+			writeJSON(w, http.StatusOK, p)
+			return
+		}
+	}
+}
+
+func uintParam(s string, def uint64) (uint64, error) {
+	if s == "" {
+		return def, nil
+	}
+	return strconv.ParseUint(s, 10, 64)
+}
+
+// outbox answers GET /v1/outbox?webhook=&parked=true: the outbox rows by webhook and
+// seq, at most 1000.
+func (a *api) outbox(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	var items []changefeed.RowSummary
+	err := a.store.View(func(tx rm.Tx) error {
+		var err error
+		items, err = changefeed.ListOutbox(tx, q.Get("webhook"), q.Get("parked") == "true", a.now(), 1000)
+		return err
+	})
+	if err != nil {
+		a.internalError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, list[changefeed.RowSummary]{Items: items})
+}
+
+// RequeueRequest is the body of POST /v1/outbox/requeue: the parked rows of Webhook
+// to put back in line, Seqs or all of them when empty.
+type RequeueRequest struct {
+	Webhook string   `json:"webhook"`
+	Seqs    []uint64 `json:"seqs"`
+}
+
+// RequeueResponse is its answer.
+type RequeueResponse struct {
+	Requeued int `json:"requeued"`
+}
+
+func (a *api) requeue(w http.ResponseWriter, r *http.Request) {
+	var req RequeueRequest
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		writeError(w, http.StatusBadRequest, "body: want JSON {\"webhook\": \"name\", \"seqs\": [seq, …]}: %v", err)
+		return
+	}
+	if req.Webhook == "" {
+		writeError(w, http.StatusBadRequest, "webhook: want the name of a configured webhook")
+		return
+	}
+	n, err := (&changefeed.Outbox{Store: a.store}).Requeue(req.Webhook, req.Seqs)
+	if err != nil {
+		a.internalError(w, r, err)
+		return
+	}
+	if n > 0 && a.onRequeue != nil {
+		a.onRequeue()
+	}
+	writeJSON(w, http.StatusOK, RequeueResponse{Requeued: n})
+}

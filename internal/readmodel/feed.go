@@ -1,0 +1,337 @@
+package readmodel
+
+import (
+	"slices"
+	"time"
+)
+
+// feedTx is the Tx the writer's transactions write through: every message, user and
+// conversation put is compared with what it replaces, and the differences are
+// appended to the change feed — and to the outbox of each subscription they match —
+// in the same transaction. So a change is recorded exactly when the model changes,
+// whichever read (bulk window, tail range, thread, locate, reactions.get) showed it,
+// and a re-read that changes nothing records nothing: the second read of the same
+// fact finds it already stored.
+type feedTx struct {
+	Tx
+	cfg *FeedConfig
+	now time.Time
+	// id is the cached identity (own reactions), loaded on first use.
+	id       *Identity
+	idLoaded bool
+	// convs caches the conversations whose baseline a message was checked against.
+	convs map[string]Conversation
+	// last is the seq of the last change appended, 0 for none.
+	last uint64
+}
+
+func newFeedTx(tx Tx, cfg *FeedConfig, now time.Time) *feedTx {
+	return &feedTx{Tx: tx, cfg: cfg, now: now.UTC()}
+}
+
+// PutMessage stores m and records how it differs from the stored message.
+func (f *feedTx) PutMessage(m Message) error {
+	old, had, err := f.Tx.Message(m.Channel, m.TS)
+	if err != nil {
+		return err
+	}
+	if err := f.Tx.PutMessage(m); err != nil {
+		return err
+	}
+	var prev *Message
+	if had && old.LastPolledAt != nil {
+		prev = &old
+	}
+	return f.messageChanges(prev, &m)
+}
+
+// DeleteMessage removes a message; a reply that was read is recorded as removed from
+// its thread.
+func (f *feedTx) DeleteMessage(channel string, ts TS) error {
+	old, had, err := f.Tx.Message(channel, ts)
+	if err != nil {
+		return err
+	}
+	if err := f.Tx.DeleteMessage(channel, ts); err != nil {
+		return err
+	}
+	if !had || old.LastPolledAt == nil {
+		return nil
+	}
+	kind := ChangeMessageDeleted
+	if old.IsReply() {
+		kind = ChangeReplyRemoved
+	}
+	c := f.messageEvent(kind, &old)
+	c.Before = messageValue(&old, false)
+	return f.emit(c)
+}
+
+// PutConversation stores c and records a change of status after the first one.
+func (f *feedTx) PutConversation(c Conversation) error {
+	old, had, err := f.Tx.Conversation(c.ID)
+	if err != nil {
+		return err
+	}
+	if err := f.Tx.PutConversation(c); err != nil {
+		return err
+	}
+	if f.convs != nil {
+		f.convs[c.ID] = c
+	}
+	if !had || old.Status == c.Status || old.Status == StatusPending || c.Status == StatusPending {
+		return nil
+	}
+	return f.emit(Change{
+		Kind: ChangeConversationStatus, Channel: c.ID,
+		Before: &ChangeValue{Status: old.Status}, After: &ChangeValue{Status: c.Status},
+	})
+}
+
+// PutUser stores u and records a new label. A failed lookup is not a rename, nor is
+// the first successful one after it.
+func (f *feedTx) PutUser(u User) error {
+	old, had, err := f.Tx.User(u.ID)
+	if err != nil {
+		return err
+	}
+	if err := f.Tx.PutUser(u); err != nil {
+		return err
+	}
+	if !had || old.LookupError != "" || u.LookupError != "" || old.Label() == u.Label() {
+		return nil
+	}
+	return f.emit(Change{
+		Kind: ChangeUserRenamed, User: u.ID,
+		Before: &ChangeValue{Label: old.Label()}, After: &ChangeValue{Label: u.Label()},
+	})
+}
+
+// messageChanges records what writing m over old (nil: not held, or only as a
+// never-read placeholder) changed.
+func (f *feedTx) messageChanges(old, m *Message) error {
+	if m.LastPolledAt == nil {
+		return nil // a placeholder: nothing read yet
+	}
+	if old == nil {
+		return f.firstSeen(m)
+	}
+	if old.IsReply() && m.ThreadTS != old.ThreadTS {
+		// Dropped from its thread but kept for its record key (deleted, missing):
+		// one event says it all.
+		c := f.messageEvent(ChangeReplyRemoved, old)
+		c.Record = m.Record
+		c.Before = messageValue(old, false)
+		return f.emit(c)
+	}
+	if m.IsReply() && m.ThreadTS != old.ThreadTS {
+		// Back in a thread (a record-keyed reply dropped once, read again): the
+		// event carries the whole message, as for a reply first seen.
+		c := f.messageEvent(ChangeReplyAdded, m)
+		c.After = messageValue(m, true)
+		return f.emit(c)
+	}
+	var out []Change
+	reappeared := false
+	switch {
+	case !old.Deleted && m.Deleted:
+		c := f.messageEvent(ChangeMessageDeleted, m)
+		c.Before = messageValue(old, false)
+		out = append(out, c)
+	case old.Deleted && !m.Deleted:
+		reappeared = true
+	}
+	switch {
+	case old.MissingSince == nil && m.MissingSince != nil:
+		out = append(out, f.messageEvent(ChangeMessageMissing, m))
+	case old.MissingSince != nil && m.MissingSince == nil:
+		reappeared = true
+	}
+	if reappeared {
+		c := f.messageEvent(ChangeMessageReappeared, m)
+		c.After = &ChangeValue{Deleted: m.Deleted}
+		out = append(out, c)
+	}
+	if !m.Deleted && (old.Text != m.Text || !sameEdited(old.Edited, m.Edited)) {
+		c := f.messageEvent(ChangeMessageEdited, m)
+		c.Before, c.After = editValue(old), editValue(m)
+		out = append(out, c)
+	}
+	out = f.reactionChanges(out, m, old.Reactions, m.Reactions)
+	for _, c := range out {
+		if err := f.emit(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// firstSeen records a message read for the first time: posted (or a reply added)
+// when it is newer than its conversation's baseline, or backfill is on.
+func (f *feedTx) firstSeen(m *Message) error {
+	isNew, err := f.newerThanBaseline(m)
+	if err != nil || !isNew && !f.cfg.Backfill {
+		return err
+	}
+	kind := ChangeMessagePosted
+	if m.IsReply() {
+		kind = ChangeReplyAdded
+	}
+	c := f.messageEvent(kind, m)
+	c.After = messageValue(m, true)
+	if err := f.emit(c); err != nil {
+		return err
+	}
+	if m.Deleted {
+		if err := f.emit(f.messageEvent(ChangeMessageDeleted, m)); err != nil {
+			return err
+		}
+	}
+	if m.MissingSince != nil {
+		// A tracked ts first "read" by a complete read that did not return it.
+		return f.emit(f.messageEvent(ChangeMessageMissing, m))
+	}
+	return nil
+}
+
+// newerThanBaseline reports whether m was posted after its conversation's baseline:
+// the conversation's first complete bulk window walk. Before it, every message read
+// is the history being filled in, not news. The test is on ts, Slack's clock.
+func (f *feedTx) newerThanBaseline(m *Message) (bool, error) {
+	if f.convs == nil {
+		f.convs = map[string]Conversation{}
+	}
+	c, ok := f.convs[m.Channel]
+	if !ok {
+		var err error
+		if c, _, err = f.Tx.Conversation(m.Channel); err != nil {
+			return false, err
+		}
+		f.convs[m.Channel] = c
+	}
+	return c.Baselined && c.FeedFrom.Before(m.TS), nil
+}
+
+// reactionChanges appends the reaction facts that changed from old to cur: per
+// (reaction, user) while both users lists are complete, else the reaction's new
+// count and users.
+func (f *feedTx) reactionChanges(out []Change, m *Message, old, cur []Reaction) []Change {
+	names := make([]string, 0, len(cur)+len(old))
+	for _, r := range cur {
+		names = append(names, r.Name)
+	}
+	for _, r := range old {
+		if !slices.Contains(names, r.Name) {
+			names = append(names, r.Name)
+		}
+	}
+	for _, name := range names {
+		o, n := reactionNamed(old, name), reactionNamed(cur, name)
+		if complete(o) && complete(n) {
+			for _, u := range n.Users {
+				if !slices.Contains(o.Users, u) {
+					out = append(out, f.reactionEvent(ChangeReactionAdded, m, name, u))
+				}
+			}
+			for _, u := range o.Users {
+				if !slices.Contains(n.Users, u) {
+					out = append(out, f.reactionEvent(ChangeReactionRemoved, m, name, u))
+				}
+			}
+			continue
+		}
+		if o.Count != n.Count || !slices.Equal(o.Users, n.Users) {
+			c := f.messageEvent(ChangeReactionCountChanged, m)
+			c.Reaction = name
+			c.Before = &ChangeValue{Count: &o.Count, Users: o.Users}
+			c.After = &ChangeValue{Count: &n.Count, Users: n.Users}
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func reactionNamed(rs []Reaction, name string) Reaction {
+	for _, r := range rs {
+		if r.Name == name {
+			return r
+		}
+	}
+	return Reaction{Name: name}
+}
+
+// complete reports whether Slack listed every user of r (it truncates long lists).
+func complete(r Reaction) bool { return len(r.Users) >= r.Count }
+
+func (f *feedTx) reactionEvent(kind string, m *Message, name, user string) Change {
+	c := f.messageEvent(kind, m)
+	c.Reaction, c.User = name, user
+	c.Own = false
+	if id := f.identity(); id != nil && id.UserID != "" {
+		c.Own = user == id.UserID
+	}
+	return c
+}
+
+func (f *feedTx) identity() *Identity {
+	if !f.idLoaded {
+		f.idLoaded = true
+		if id, ok, err := f.Tx.Identity(); err == nil && ok {
+			f.id = &id
+		}
+	}
+	return f.id
+}
+
+func (f *feedTx) messageEvent(kind string, m *Message) Change {
+	return Change{Kind: kind, Channel: m.Channel, TS: m.TS, ThreadTS: m.ThreadTS, Record: m.Record, Own: m.OwnPost}
+}
+
+// emit stamps c and appends it to the feed and to the outbox of every subscription it
+// matches.
+func (f *feedTx) emit(c Change) error {
+	c.ID, c.ObservedAt = NewEventID(), f.now
+	if err := f.Tx.AppendChange(&c); err != nil {
+		return err
+	}
+	f.last = c.Seq
+	for i := range f.cfg.Subscriptions {
+		s := &f.cfg.Subscriptions[i]
+		if !s.Filter.Match(&c) {
+			continue
+		}
+		row := OutboxRow{Webhook: s.Name, Seq: c.Seq, Change: c, Enqueued: f.now}
+		if err := f.Tx.PutOutbox(row); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// messageValue is a message's small value: author, subtype, text when short; with
+// its reactions when withReactions.
+func messageValue(m *Message, withReactions bool) *ChangeValue {
+	v := &ChangeValue{User: m.User, BotID: m.BotID, Subtype: m.Subtype, Edited: m.Edited, Deleted: m.Deleted, Text: smallText(m.Text)}
+	if withReactions {
+		v.Reactions = m.Reactions
+	}
+	return v
+}
+
+func editValue(m *Message) *ChangeValue {
+	return &ChangeValue{Text: smallText(m.Text), Edited: m.Edited}
+}
+
+func smallText(s string) *string {
+	if len(s) > MaxChangeText {
+		return nil
+	}
+	return &s
+}
+
+func sameEdited(a, b *Edited) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}

@@ -1,0 +1,75 @@
+package status
+
+import (
+	"maps"
+	"slices"
+
+	"github.com/slackpoll/slackpoll/internal/changefeed"
+	rm "github.com/slackpoll/slackpoll/internal/readmodel"
+)
+
+// Feed is the change feed's state (README, "Change feed").
+type Feed struct {
+	// LastSeq is the last seq assigned (0 before the first change); OldestSeq the
+	// oldest still held (changes before it were pruned by changes.retention).
+	LastSeq   uint64 `json:"last_seq"`
+	OldestSeq uint64 `json:"oldest_seq"`
+	// Outbox is, per webhook with rows, what waits for delivery.
+	Outbox []Outbox `json:"outbox"`
+}
+
+// Outbox is one webhook's undelivered rows.
+type Outbox struct {
+	Webhook string `json:"webhook"`
+	// Pending rows wait for delivery (due, backing off or claimed); Parked rows
+	// failed max_attempts times and wait for `slackpoll outbox requeue`.
+	Pending int `json:"pending"`
+	Parked  int `json:"parked"`
+	// OldestPendingAgeSeconds is how long the oldest pending row has waited; null
+	// when none is pending.
+	OldestPendingAgeSeconds *float64 `json:"oldest_pending_age_seconds"`
+}
+
+func (r *Report) addFeed(tx rm.Tx) error {
+	oldest, last, err := tx.ChangeBounds()
+	if err != nil {
+		return err
+	}
+	if oldest == 0 {
+		oldest = last + 1
+	}
+	r.Feed = Feed{LastSeq: last, OldestSeq: oldest, Outbox: []Outbox{}}
+	stats, err := changefeed.OutboxStats(tx)
+	if err != nil {
+		return err
+	}
+	for _, name := range slices.Sorted(maps.Keys(stats)) {
+		s := stats[name]
+		o := Outbox{Webhook: name, Pending: s.Pending, Parked: s.Parked}
+		if !s.OldestPending.IsZero() {
+			o.OldestPendingAgeSeconds = seconds(max(0, r.GeneratedAt.Sub(s.OldestPending)))
+		}
+		r.Feed.Outbox = append(r.Feed.Outbox, o)
+	}
+	return nil
+}
+
+func (r *Report) writeFeed(p *printer) {
+	f := r.Feed
+	if f.LastSeq == 0 {
+		p.line("change feed: no change yet")
+	} else {
+		p.line("change feed: last seq %d, oldest held %d", f.LastSeq, f.OldestSeq)
+	}
+	for _, o := range f.Outbox {
+		age := ""
+		if o.OldestPendingAgeSeconds != nil {
+			age = ", oldest waiting " + dur(*o.OldestPendingAgeSeconds)
+		}
+		parked := ""
+		if o.Parked > 0 {
+			parked = "; see `slackpoll outbox --parked`, then `slackpoll outbox requeue`"
+		}
+		p.line("webhook %s: %d pending%s, %d parked%s", o.Webhook, o.Pending, age, o.Parked, parked)
+	}
+}
