@@ -216,23 +216,37 @@ type Conversation struct {
 	// horizon brings back what lies between it and the new horizon.
 	RetiredTo TS `json:"retired_to"`
 	// Baselined is set by the conversation's first complete bulk window walk, and
-	// FeedFrom is the newest ts that walk read ("" for an empty window): a message
-	// first seen later is news for the change feed (message_posted, reply_added)
-	// only if its ts is after FeedFrom; older ones are history being filled in.
+	// FeedFrom is its baseline ts: the later of the newest ts that walk read and
+	// baselineMargin before the walk's start. A message first seen later is news for
+	// the change feed (message_posted, reply_added) only if its ts is after FeedFrom;
+	// older ones are history being filled in (a reply can be newer than every
+	// timeline message, hence the clock; the margin absorbs a local clock somewhat
+	// ahead of Slack's, at the price of reporting a few minutes of history).
 	Baselined bool `json:"baselined"`
 	FeedFrom  TS   `json:"feed_from"`
 }
 
-// cover records a complete bulk window read through top ("" when it read nothing):
-// the window is covered up to it, no walk is pending, and the first one sets the
-// change feed's baseline.
-func (c *Conversation) cover(top TS) {
+// baselineMargin is how far before a conversation's first complete walk its change
+// feed baseline is set.
+const baselineMargin = 5 * time.Minute
+
+// cover records a complete bulk window read through top ("" when it read nothing),
+// by a walk that started at started (zero when not known: a walk resumed over
+// several ticks): the window is covered up to top, no walk is pending, and the first
+// one sets the change feed's baseline.
+func (c *Conversation) cover(top TS, started time.Time) {
 	if top != "" {
 		c.CoveredTo = top
 	}
 	c.WalkTop, c.WalkBottom = "", ""
 	if !c.Baselined {
-		c.Baselined, c.FeedFrom = true, c.CoveredTo
+		c.Baselined, c.FeedFrom = true, ""
+		if !started.IsZero() {
+			c.FeedFrom = TSFromUnix(started.Add(-baselineMargin).Unix())
+		}
+		if c.FeedFrom.Before(c.CoveredTo) {
+			c.FeedFrom = c.CoveredTo
+		}
 	}
 }
 

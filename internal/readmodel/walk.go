@@ -1,5 +1,7 @@
 package readmodel
 
+import "time"
+
 // sweep reads one conversation's bulk window: a fresh walk from the newest message
 // down to now − BulkWindow or, when the last walk was cut short, the rest of that walk
 // (resumeWalk). Without resuming, a window deeper than the pages a tick can spend on
@@ -12,7 +14,7 @@ func (t *tick) sweep(c Conversation) (fresh, pages int, err error) {
 		if err != nil || resumed {
 			return fresh, pages, err
 		}
-		c.cover(c.WalkTop)
+		c.cover(c.WalkTop, time.Time{})
 	}
 	return t.freshWalk(ch, c.CoveredTo)
 }
@@ -25,7 +27,7 @@ func (t *tick) sweep(c Conversation) (fresh, pages int, err error) {
 func (t *tick) freshWalk(ch string, covered TS) (int, int, error) {
 	readAt := t.now()
 	oldest := TSFromUnix(readAt.Add(-t.p.cfg.BulkWindow).Unix())
-	w := walk{ch: ch, floor: covered, seen: map[TS]bool{}, provable: true}
+	w := walk{ch: ch, floor: covered, seen: map[TS]bool{}, provable: true, started: readAt}
 	done, err := t.walk(&w, HistoryRequest{Channel: ch, Oldest: oldest, Limit: HistoryPageLimit})
 	if err != nil || !done {
 		return w.fresh, w.pages, err
@@ -35,7 +37,7 @@ func (t *tick) freshWalk(ch string, covered TS) (int, int, error) {
 			return w.fresh, w.pages, err
 		}
 	}
-	return w.fresh, w.pages, t.walkDone(ch, w.coveredTop())
+	return w.fresh, w.pages, t.walkDone(ch, w.coveredTop(), readAt)
 }
 
 // resumeWalk reads the part of a walk cut short that it did not reach: newest first
@@ -51,7 +53,7 @@ func (t *tick) resumeWalk(ch string, c Conversation) (bool, int, int, error) {
 		floor = c.CoveredTo
 	}
 	if !floor.Before(c.WalkBottom) {
-		err := t.p.w.updateConversation(ch, func(c *Conversation) { c.cover(c.WalkTop) })
+		err := t.p.w.updateConversation(ch, func(c *Conversation) { c.cover(c.WalkTop, time.Time{}) })
 		return false, 0, 0, err
 	}
 	w := walk{ch: ch, top: c.WalkTop, bottom: c.WalkBottom, seen: map[TS]bool{}}
@@ -59,7 +61,7 @@ func (t *tick) resumeWalk(ch string, c Conversation) (bool, int, int, error) {
 	if err != nil || !done {
 		return true, w.fresh, w.pages, err
 	}
-	return true, w.fresh, w.pages, t.walkDone(ch, w.coveredTop())
+	return true, w.fresh, w.pages, t.walkDone(ch, w.coveredTop(), w.started)
 }
 
 // walk is one bulk window walk in progress: it has read every message in
@@ -87,6 +89,9 @@ type walk struct {
 	// fresh counts the messages the walk stored for the first time; pages the
 	// pages it read.
 	fresh, pages int
+	// started is when a fresh walk began, for the change feed's baseline; zero for
+	// a resumed walk, whose start is known only as top, the newest ts it read.
+	started time.Time
 }
 
 // walk pages req until the empty cursor (done), a spent cap, the deadline, an error or
@@ -178,7 +183,7 @@ func (t *tick) advance(w *walk, page *Page) error {
 		// Below here a complete walk has read everything: the window is covered
 		// through top now, whether or not this walk gets to its empty cursor.
 		w.covered = true
-		return t.p.w.updateConversation(w.ch, func(c *Conversation) { c.cover(w.top) })
+		return t.p.w.updateConversation(w.ch, func(c *Conversation) { c.cover(w.top, w.started) })
 	}
 	return t.p.w.updateConversation(w.ch, func(c *Conversation) { c.WalkTop, c.WalkBottom = w.top, w.bottom })
 }
@@ -195,8 +200,8 @@ func (w *walk) coveredTop() TS {
 // walkDone records a walk that reached its empty cursor: the window is read through
 // top (unchanged when the walk read nothing), no walk is pending, and the
 // conversation is swept.
-func (t *tick) walkDone(ch string, top TS) error {
-	err := t.p.w.updateConversation(ch, func(c *Conversation) { c.cover(top) })
+func (t *tick) walkDone(ch string, top TS, started time.Time) error {
+	err := t.p.w.updateConversation(ch, func(c *Conversation) { c.cover(top, started) })
 	if err != nil {
 		return err
 	}

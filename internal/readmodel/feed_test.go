@@ -1,0 +1,237 @@
+package readmodel_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	boltstore "github.com/slackpoll/slackpoll/internal/bolt"
+	rm "github.com/slackpoll/slackpoll/internal/readmodel"
+)
+
+// feedPoller is newPoller with the change feed configured.
+func feedPoller(t *testing.T, src rm.Source, feed rm.FeedConfig) (*rm.Poller, *boltstore.Store, *fixedClock) {
+	t.Helper()
+	store := openStore(t)
+	clock := &fixedClock{t: epoch}
+	p := rm.NewPoller(store, src, rm.PollerConfig{Conversations: []string{ch}, Budget: defaultBudget(), Now: clock.Now, Feed: feed})
+	return p, store, clock
+}
+
+// changesAfter returns the stored changes after seq.
+func changesAfter(t *testing.T, s rm.Store, after uint64) []rm.Change {
+	t.Helper()
+	var out []rm.Change
+	if err := s.View(func(tx rm.Tx) error {
+		return tx.Changes(after, func(c rm.Change) error { out = append(out, c); return nil })
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// tickAgain advances the clock past the head bound and ticks, so the bulk window is
+// read again, and returns the changes the tick wrote.
+func tickAgain(t *testing.T, p *rm.Poller, s rm.Store, clock *fixedClock) []rm.Change {
+	t.Helper()
+	before := changesAfter(t, s, 0)
+	last := uint64(0)
+	if len(before) > 0 {
+		last = before[len(before)-1].Seq
+	}
+	clock.Advance(2 * time.Minute)
+	mustTick(t, p)
+	return changesAfter(t, s, last)
+}
+
+// kinds summarises changes as kind/ts[/reaction/user] for comparisons.
+type changeKey struct {
+	Kind     string
+	TS       rm.TS
+	Reaction string
+	User     string
+	Own      bool
+}
+
+func keys(cs []rm.Change) []changeKey {
+	out := []changeKey{}
+	for _, c := range cs {
+		out = append(out, changeKey{c.Kind, c.TS, c.Reaction, c.User, c.Own})
+	}
+	return out
+}
+
+func wantChanges(t *testing.T, got []rm.Change, want ...changeKey) {
+	t.Helper()
+	if want == nil {
+		want = []changeKey{}
+	}
+	sortKeys := cmpopts.SortSlices(func(a, b changeKey) bool {
+		return a.Kind+string(a.TS)+a.Reaction+a.User < b.Kind+string(b.TS)+b.Reaction+b.User
+	})
+	if d := cmp.Diff(want, keys(got), sortKeys); d != "" {
+		t.Errorf("changes (-want +got):\n%s", d)
+	}
+}
+
+func TestFeedFirstSweepSetsTheBaselineThenReportsNewMessagesOnce(t *testing.T) {
+	src := newStub()
+	src.addChannel(ch)
+	for i := range 3 {
+		src.post(msg(ch, ts(1000-i, 0), "U1", "old"))
+	}
+	p, store, clock := feedPoller(t, src, rm.FeedConfig{})
+	mustTick(t, p)
+	wantChanges(t, changesAfter(t, store, 0)) // history filled in: no flood
+
+	src.post(msg(ch, ts(-60, 0), "U2", "new"))
+	got := tickAgain(t, p, store, clock)
+	wantChanges(t, got, changeKey{Kind: rm.ChangeMessagePosted, TS: ts(-60, 0)})
+	if len(got) == 1 && (got[0].After == nil || got[0].After.Text == nil || *got[0].After.Text != "new" || got[0].After.User != "U2") {
+		t.Errorf("message_posted after = %+v, want the text and author", got[0].After)
+	}
+	wantChanges(t, tickAgain(t, p, store, clock)) // a re-read without change emits nothing
+}
+
+func TestFeedBackfillReportsHistoryToo(t *testing.T) {
+	src := newStub()
+	src.addChannel(ch)
+	src.post(msg(ch, ts(1000, 0), "U1", "a"))
+	src.post(msg(ch, ts(900, 0), "U1", "b"))
+	p, store, _ := feedPoller(t, src, rm.FeedConfig{Backfill: true})
+	mustTick(t, p)
+	wantChanges(t, changesAfter(t, store, 0),
+		changeKey{Kind: rm.ChangeMessagePosted, TS: ts(1000, 0)}, changeKey{Kind: rm.ChangeMessagePosted, TS: ts(900, 0)})
+}
+
+func TestFeedEditsAndReactionsArePerFactAndOwn(t *testing.T) {
+	src := newStub()
+	src.addChannel(ch)
+	m := ts(1000, 0)
+	src.post(msg(ch, m, "U1", "draft"))
+	p, store, clock := feedPoller(t, src, rm.FeedConfig{})
+	mustTick(t, p)
+
+	src.edit(ch, m, func(x *rm.Message) {
+		x.Text, x.Edited = "final", &rm.Edited{User: "U1", TS: ts(10, 0)}
+		x.Reactions = []rm.Reaction{{Name: "white_check_mark", Count: 2, Users: []string{"U2", "UBOT"}}}
+	})
+	got := tickAgain(t, p, store, clock)
+	wantChanges(t, got,
+		changeKey{Kind: rm.ChangeMessageEdited, TS: m},
+		changeKey{Kind: rm.ChangeReactionAdded, TS: m, Reaction: "white_check_mark", User: "U2"},
+		changeKey{Kind: rm.ChangeReactionAdded, TS: m, Reaction: "white_check_mark", User: "UBOT", Own: true})
+	for _, c := range got {
+		if c.Kind == rm.ChangeMessageEdited && (*c.Before.Text != "draft" || *c.After.Text != "final" || c.After.Edited == nil) {
+			t.Errorf("message_edited before %+v after %+v, want draft → final with the edited marker", c.Before, c.After)
+		}
+	}
+
+	src.edit(ch, m, func(x *rm.Message) {
+		x.Reactions = []rm.Reaction{{Name: "white_check_mark", Count: 1, Users: []string{"UBOT"}}}
+	})
+	wantChanges(t, tickAgain(t, p, store, clock),
+		changeKey{Kind: rm.ChangeReactionRemoved, TS: m, Reaction: "white_check_mark", User: "U2"})
+	wantChanges(t, tickAgain(t, p, store, clock))
+}
+
+func TestFeedTruncatedReactionUsersGiveTheCount(t *testing.T) {
+	src := newStub()
+	src.addChannel(ch)
+	m := ts(1000, 0)
+	src.post(msg(ch, m, "U1", "popular"))
+	p, store, clock := feedPoller(t, src, rm.FeedConfig{})
+	mustTick(t, p)
+	// Slack lists some users only: who reacted is not known, the count is.
+	src.edit(ch, m, func(x *rm.Message) {
+		x.Reactions = []rm.Reaction{{Name: "tada", Count: 60, Users: []string{"U1", "U2"}}}
+	})
+	got := tickAgain(t, p, store, clock)
+	wantChanges(t, got, changeKey{Kind: rm.ChangeReactionCountChanged, TS: m, Reaction: "tada"})
+	if len(got) == 1 && (got[0].After.Count == nil || *got[0].After.Count != 60 || *got[0].Before.Count != 0) {
+		t.Errorf("reaction_count_changed before %+v after %+v, want 0 → 60", got[0].Before, got[0].After)
+	}
+}
+
+func TestFeedMissingReappearedAndDeleted(t *testing.T) {
+	src := newStub()
+	src.addChannel(ch)
+	a, b := ts(1000, 0), ts(900, 0)
+	src.post(msg(ch, a, "U1", "a"))
+	src.post(msg(ch, b, "U1", "b"))
+	p, store, clock := feedPoller(t, src, rm.FeedConfig{})
+	mustTick(t, p)
+
+	src.remove(ch, b)
+	wantChanges(t, tickAgain(t, p, store, clock), changeKey{Kind: rm.ChangeMessageMissing, TS: b})
+	wantChanges(t, tickAgain(t, p, store, clock)) // still missing: no second event
+
+	src.post(msg(ch, b, "U1", "b"))
+	wantChanges(t, tickAgain(t, p, store, clock), changeKey{Kind: rm.ChangeMessageReappeared, TS: b})
+
+	src.edit(ch, a, func(x *rm.Message) { x.Subtype, x.Text = rm.SubtypeTombstone, "This message was deleted." })
+	wantChanges(t, tickAgain(t, p, store, clock), changeKey{Kind: rm.ChangeMessageDeleted, TS: a})
+}
+
+func TestFeedRepliesAddedAndRemoved(t *testing.T) {
+	src := newStub()
+	src.addChannel(ch)
+	parent := ts(1000, 0)
+	src.post(msg(ch, parent, "U1", "parent"))
+	src.setThread(ch, parent, msg(ch, ts(900, 0), "U2", "r1"))
+	p, store, clock := feedPoller(t, src, rm.FeedConfig{})
+	mustTick(t, p)
+	wantChanges(t, changesAfter(t, store, 0)) // the baseline's thread, too
+
+	src.setThread(ch, parent, msg(ch, ts(900, 0), "U2", "r1"), msg(ch, ts(-30, 0), "U3", "r2"))
+	got := tickAgain(t, p, store, clock)
+	wantChanges(t, got, changeKey{Kind: rm.ChangeReplyAdded, TS: ts(-30, 0)})
+	if len(got) == 1 && got[0].ThreadTS != parent {
+		t.Errorf("reply_added thread_ts = %s, want %s", got[0].ThreadTS, parent)
+	}
+
+	src.setThread(ch, parent, msg(ch, ts(-30, 0), "U3", "r2"))
+	wantChanges(t, tickAgain(t, p, store, clock), changeKey{Kind: rm.ChangeReplyRemoved, TS: ts(900, 0)})
+}
+
+func TestFeedWritesOutboxRowsForMatchingWebhooksInTheSameTransaction(t *testing.T) {
+	src := newStub()
+	src.addChannel(ch)
+	m := ts(1000, 0)
+	src.post(msg(ch, m, "U1", "x"))
+	own := false
+	p, store, clock := feedPoller(t, src, rm.FeedConfig{Subscriptions: []rm.Subscription{
+		{Name: "reactions", Filter: rm.ChangeFilter{Kinds: []string{rm.ChangeReactionAdded}, Own: &own}},
+		{Name: "all"},
+	}})
+	mustTick(t, p)
+	src.edit(ch, m, func(x *rm.Message) {
+		x.Text = "y"
+		x.Reactions = []rm.Reaction{{Name: "eyes", Count: 2, Users: []string{"U2", "UBOT"}}}
+	})
+	got := tickAgain(t, p, store, clock)
+	rows := map[string][]uint64{}
+	if err := store.View(func(tx rm.Tx) error {
+		return tx.Outbox("", func(r rm.OutboxRow) error {
+			rows[r.Webhook] = append(rows[r.Webhook], r.Seq)
+			if r.Change.Seq != r.Seq || r.Change.ID == "" {
+				t.Errorf("row %s/%d carries change %+v", r.Webhook, r.Seq, r.Change)
+			}
+			return nil
+		})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var wantReactions, wantAll []uint64
+	for _, c := range got {
+		wantAll = append(wantAll, c.Seq)
+		if c.Kind == rm.ChangeReactionAdded && !c.Own {
+			wantReactions = append(wantReactions, c.Seq)
+		}
+	}
+	if d := cmp.Diff(map[string][]uint64{"reactions": wantReactions, "all": wantAll}, rows); d != "" || len(wantReactions) != 1 {
+		t.Errorf("outbox rows by webhook (-want +got):\n%s", d)
+	}
+}
