@@ -116,7 +116,7 @@ func (t *tx) Outbox(webhook string, fn func(readmodel.OutboxRow) error) error {
 		if b == nil {
 			return nil
 		}
-		return outboxRows(b, fn)
+		return stopped(outboxRows(b, fn))
 	}
 	return stopped(root.ForEachBucket(func(name []byte) error { return outboxRows(root.Bucket(name), fn) }))
 }

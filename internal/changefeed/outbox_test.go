@@ -1,0 +1,233 @@
+package changefeed_test
+
+import (
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	boltstore "github.com/slackpoll/slackpoll/internal/bolt"
+	"github.com/slackpoll/slackpoll/internal/changefeed"
+	rm "github.com/slackpoll/slackpoll/internal/readmodel"
+)
+
+var t0 = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+func openStore(t *testing.T) *boltstore.Store {
+	t.Helper()
+	s, err := boltstore.Open(t.TempDir()+"/feed.db", boltstore.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// enqueue appends changes (one per channel given) with an outbox row each for hook.
+func enqueue(t *testing.T, s rm.Store, hook string, at time.Time, channels ...string) []uint64 {
+	t.Helper()
+	var seqs []uint64
+	err := s.Update(func(tx rm.Tx) error {
+		for _, ch := range channels {
+			c := rm.Change{ID: rm.NewEventID(), Kind: rm.ChangeMessageEdited, Channel: ch, TS: "1.000001", ObservedAt: at}
+			if err := tx.AppendChange(&c); err != nil {
+				return err
+			}
+			if err := tx.PutOutbox(rm.OutboxRow{Webhook: hook, Seq: c.Seq, Change: c, Enqueued: at}); err != nil {
+				return err
+			}
+			seqs = append(seqs, c.Seq)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return seqs
+}
+
+func seqsOf(rows []rm.OutboxRow) []uint64 {
+	var out []uint64
+	for _, r := range rows {
+		out = append(out, r.Seq)
+	}
+	return out
+}
+
+func newOutbox(s rm.Store, c *clock) *changefeed.Outbox {
+	return &changefeed.Outbox{Store: s, Now: c.Now, Lease: 30 * time.Second, Backoff: 5 * time.Second, MaxBackoff: time.Minute, MaxAttempts: 3}
+}
+
+func TestClaimIsIdempotentPerTokenAndExclusiveAcrossTokens(t *testing.T) {
+	s := openStore(t)
+	c := &clock{t: t0}
+	o := newOutbox(s, c)
+	seqs := enqueue(t, s, "h", t0, "C1", "C2", "C3")
+
+	a, err := o.Claim("h", "token-a", 2)
+	if err != nil || !slices.Equal(seqsOf(a), seqs[:2]) {
+		t.Fatalf("first claim = %v, %v; want %v", seqsOf(a), err, seqs[:2])
+	}
+	again, _ := o.Claim("h", "token-a", 2)
+	if !slices.Equal(seqsOf(again), seqs[:2]) {
+		t.Errorf("the same token claiming again got %v, want the same rows %v", seqsOf(again), seqs[:2])
+	}
+	b, _ := o.Claim("h", "token-b", 10)
+	if !slices.Equal(seqsOf(b), seqs[2:]) {
+		t.Errorf("another token got %v, want only the unclaimed %v", seqsOf(b), seqs[2:])
+	}
+}
+
+func TestCompletionIsFencedByTheLease(t *testing.T) {
+	s := openStore(t)
+	c := &clock{t: t0}
+	o := newOutbox(s, c)
+	seq := enqueue(t, s, "h", t0, "C1")[0]
+	if _, err := o.Claim("h", "slow", 1); err != nil {
+		t.Fatal(err)
+	}
+	c.Advance(31 * time.Second) // the receiver was slower than the lease
+	taken, _ := o.Claim("h", "fast", 1)
+	if !slices.Equal(seqsOf(taken), []uint64{seq}) {
+		t.Fatalf("after the lease expired another claim got %v, want %d", seqsOf(taken), seq)
+	}
+	if ok, err := o.Complete("h", "slow", seq); ok || err != nil {
+		t.Errorf("late completion by the expired claim = %v, %v; want refused", ok, err)
+	}
+	if ok, err := o.Complete("h", "fast", seq); !ok || err != nil {
+		t.Errorf("completion by the holder = %v, %v; want accepted", ok, err)
+	}
+	if rows, _ := o.Claim("h", "next", 10); len(rows) != 0 {
+		t.Errorf("a completed row was claimed again: %v", seqsOf(rows))
+	}
+}
+
+func TestExpiredClaimWithNoOtherClaimIsStillRefused(t *testing.T) {
+	s := openStore(t)
+	c := &clock{t: t0}
+	o := newOutbox(s, c)
+	seq := enqueue(t, s, "h", t0, "C1")[0]
+	_, _ = o.Claim("h", "slow", 1)
+	c.Advance(time.Minute)
+	if ok, _ := o.Complete("h", "slow", seq); ok {
+		t.Error("a completion after the lease expired was accepted: the row may be claimed and delivered by another deliverer meanwhile")
+	}
+}
+
+func TestFailuresBackOffHoldTheConversationAndPark(t *testing.T) {
+	s := openStore(t)
+	c := &clock{t: t0}
+	o := newOutbox(s, c)
+	seqs := enqueue(t, s, "h", t0, "C1", "C1", "C2")
+	rows, _ := o.Claim("h", "a", 10)
+	if len(rows) != 3 {
+		t.Fatalf("claimed %v", seqsOf(rows))
+	}
+	if out, err := o.Fail("h", "a", seqs[0], "HTTP 500"); out != changefeed.OutcomeFailed || err != nil {
+		t.Fatalf("Fail = %s, %v", out, err)
+	}
+	c.Advance(time.Second)
+	rows, _ = o.Claim("h", "b", 10)
+	// seqs[0] backs off for 5s, which holds back C1's later row; C2's row is leased by a.
+	if len(rows) != 0 {
+		t.Errorf("claimed %v while C1's first row backs off and the rest is leased", seqsOf(rows))
+	}
+	c.Advance(40 * time.Second)
+	rows, _ = o.Claim("h", "c", 10)
+	if !slices.Equal(seqsOf(rows), seqs) {
+		t.Errorf("after backoff and lease: claimed %v, want %v in seq order", seqsOf(rows), seqs)
+	}
+	for attempt := 2; attempt <= 3; attempt++ {
+		out, _ := o.Fail("h", "c", seqs[0], "HTTP 500")
+		if attempt < 3 && out != changefeed.OutcomeFailed || attempt == 3 && out != changefeed.OutcomeParked {
+			t.Errorf("attempt %d: %s", attempt, out)
+		}
+		if attempt < 3 {
+			c.Advance(2 * time.Minute)
+			if _, err := o.Claim("h", "c", 10); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	c.Advance(2 * time.Minute)
+	rows, _ = o.Claim("h", "d", 10)
+	if !slices.Equal(seqsOf(rows), seqs[1:]) {
+		t.Errorf("with seqs[0] parked, claimed %v, want %v (a parked row holds nothing back)", seqsOf(rows), seqs[1:])
+	}
+	n, err := o.Requeue("h", nil)
+	if n != 1 || err != nil {
+		t.Fatalf("Requeue = %d, %v", n, err)
+	}
+	stats := statsOf(t, s)["h"]
+	if stats.Parked != 0 || stats.Pending != 3 {
+		t.Errorf("stats after requeue = %+v", stats)
+	}
+}
+
+func statsOf(t *testing.T, s rm.Store) map[string]changefeed.Stats {
+	t.Helper()
+	var st map[string]changefeed.Stats
+	if err := s.View(func(tx rm.Tx) error {
+		var err error
+		st, err = changefeed.OutboxStats(tx)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func TestTimesFromAClockThatMovedBackAreNotWaitedFor(t *testing.T) {
+	s := openStore(t)
+	c := &clock{t: t0.Add(48 * time.Hour)} // set two days ahead
+	o := newOutbox(s, c)
+	seq := enqueue(t, s, "h", c.Now(), "C1")[0]
+	_, _ = o.Claim("h", "a", 1)
+	_, _ = o.Fail("h", "a", seq, "timeout")
+	c.Advance(-48 * time.Hour) // corrected
+	rows, _ := o.Claim("h", "b", 1)
+	if len(rows) != 1 {
+		t.Errorf("after the clock moved back two days the row waits for a retry time two days away")
+	}
+	_, _ = o.Claim("h", "c", 1) // b's lease also lies ahead of a clock moved back
+	c.Advance(-time.Hour)
+	if rows, _ := o.Claim("h", "d", 1); len(rows) != 1 {
+		t.Errorf("a lease an hour ahead of the clock (longer than the lease period) still held the row")
+	}
+}
+
+func TestReadSaysGoneWhenTheConsumerIsBehindRetention(t *testing.T) {
+	s := openStore(t)
+	seqs := enqueue(t, s, "h", t0, "C1", "C2", "C3")
+	if n, err := changefeed.Prune(s, t0.Add(time.Hour), 30*time.Minute, 2); n != 2 || err != nil {
+		t.Fatalf("Prune = %d, %v", n, err)
+	}
+	err := s.View(func(tx rm.Tx) error {
+		_, err := changefeed.Read(tx, 0, 10, rm.ChangeFilter{})
+		var gone *changefeed.GoneError
+		if !errors.As(err, &gone) || gone.Oldest != seqs[2] {
+			t.Errorf("Read after 0 = %v, want gone with oldest %d", err, seqs[2])
+		}
+		p, err := changefeed.Read(tx, seqs[1], 10, rm.ChangeFilter{})
+		if err != nil || len(p.Changes) != 1 || p.Changes[0].Seq != seqs[2] || p.Last != seqs[2] {
+			t.Errorf("Read after %d = %+v, %v", seqs[1], p, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,261 @@
+package webhook_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"sync"
+	"testing"
+	"time"
+
+	boltstore "github.com/slackpoll/slackpoll/internal/bolt"
+	"github.com/slackpoll/slackpoll/internal/changefeed"
+	rm "github.com/slackpoll/slackpoll/internal/readmodel"
+	"github.com/slackpoll/slackpoll/internal/webhook"
+)
+
+var secret = []byte("s3cret")
+
+// receiver is a test webhook receiver: it verifies every request as the README tells
+// receivers to, and records what it got.
+type receiver struct {
+	t  *testing.T
+	mu sync.Mutex
+	// got lists the event IDs received, in order, and byChannel the seqs per
+	// conversation; inFlight the IDs being handled, to catch two deliveries of one
+	// row at once.
+	got       []string
+	byChannel map[string][]uint64
+	inFlight  map[string]bool
+	overlaps  int
+	// handle, if set, decides the answer (after the checks).
+	handle func(c rm.Change) int
+}
+
+func newReceiver(t *testing.T) (*receiver, *httptest.Server) {
+	r := &receiver{t: t, byChannel: map[string][]uint64{}, inFlight: map[string]bool{}}
+	srv := httptest.NewServer(r)
+	t.Cleanup(srv.Close)
+	return r, srv
+}
+
+func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	body, _ := io.ReadAll(req.Body)
+	if err := webhook.Verify(secret, req.Header.Get(webhook.HeaderTimestamp), req.Header.Get(webhook.HeaderSignature), body, time.Now(), 5*time.Minute); err != nil {
+		r.t.Errorf("receiver: %v", err)
+		w.WriteHeader(http.StatusUnauthorized)
+		return
+	}
+	var c rm.Change
+	if err := json.Unmarshal(body, &c); err != nil || c.ID != req.Header.Get(webhook.HeaderEventID) {
+		r.t.Errorf("receiver: body %s (err %v) does not match %s %q", body, err, webhook.HeaderEventID, req.Header.Get(webhook.HeaderEventID))
+	}
+	r.mu.Lock()
+	if r.inFlight[c.ID] {
+		r.overlaps++
+	}
+	r.inFlight[c.ID] = true
+	r.mu.Unlock()
+	code := http.StatusNoContent
+	if r.handle != nil {
+		code = r.handle(c)
+	}
+	r.mu.Lock()
+	delete(r.inFlight, c.ID)
+	if code/100 == 2 {
+		r.got = append(r.got, c.ID)
+		r.byChannel[c.Channel] = append(r.byChannel[c.Channel], c.Seq)
+	}
+	r.mu.Unlock()
+	w.WriteHeader(code)
+}
+
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+func setup(t *testing.T, srv *httptest.Server, clock *fakeClock, channels ...string) (*boltstore.Store, webhook.Hook) {
+	t.Helper()
+	s, err := boltstore.Open(t.TempDir()+"/w.db", boltstore.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	err = s.Update(func(tx rm.Tx) error {
+		for _, ch := range channels {
+			c := rm.Change{ID: rm.NewEventID(), Kind: rm.ChangeReactionAdded, Channel: ch, TS: "1.000001", Reaction: "eyes", User: "U1"}
+			if err := tx.AppendChange(&c); err != nil {
+				return err
+			}
+			if err := tx.PutOutbox(rm.OutboxRow{Webhook: "app", Seq: c.Seq, Change: c}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, _ := url.Parse(srv.URL)
+	now := time.Now
+	if clock != nil {
+		now = clock.Now
+	}
+	return s, webhook.Hook{Name: "app", URL: u, Secret: secret, Timeout: 5 * time.Second,
+		Outbox: &changefeed.Outbox{Store: s, Now: now, Lease: 30 * time.Second, MaxAttempts: 3}}
+}
+
+func pending(t *testing.T, s rm.Store) changefeed.Stats {
+	t.Helper()
+	var st map[string]changefeed.Stats
+	_ = s.View(func(tx rm.Tx) error {
+		var err error
+		st, err = changefeed.OutboxStats(tx)
+		return err
+	})
+	return st["app"]
+}
+
+func TestDeliversSignedEventsInSeqOrderAndPrunesThem(t *testing.T) {
+	r, srv := newReceiver(t)
+	s, hook := setup(t, srv, nil, "C1", "C2", "C1", "C1", "C2")
+	var outcomes []string
+	d := &webhook.Deliverer{Hooks: []webhook.Hook{hook}, Batch: 2, OnOutcome: func(_, o string) { outcomes = append(outcomes, o) }}
+	d.Sweep(context.Background())
+	if len(r.got) != 5 || len(outcomes) != 5 {
+		t.Fatalf("received %d, outcomes %v; want 5 delivered", len(r.got), outcomes)
+	}
+	for ch, seqs := range r.byChannel {
+		for i := 1; i < len(seqs); i++ {
+			if seqs[i] < seqs[i-1] {
+				t.Errorf("%s received out of seq order: %v", ch, seqs)
+			}
+		}
+	}
+	if st := pending(t, s); st.Pending != 0 {
+		t.Errorf("delivered rows left in the outbox: %+v", st)
+	}
+}
+
+func TestAFailureHoldsBackItsConversationOnly(t *testing.T) {
+	r, srv := newReceiver(t)
+	s, hook := setup(t, srv, nil, "C1", "C1", "C2")
+	failed := false
+	r.handle = func(c rm.Change) int {
+		if c.Channel == "C1" && !failed {
+			failed = true
+			return http.StatusInternalServerError
+		}
+		return http.StatusOK
+	}
+	d := &webhook.Deliverer{Hooks: []webhook.Hook{hook}}
+	d.Sweep(context.Background())
+	if len(r.byChannel["C1"]) != 0 || len(r.byChannel["C2"]) != 1 {
+		t.Errorf("received %v: want nothing of C1 after its first row failed, C2's row delivered", r.byChannel)
+	}
+	if st := pending(t, s); st.Pending != 2 {
+		t.Errorf("outbox %+v, want C1's two rows pending", st)
+	}
+}
+
+func TestTwoDeliverersNeverDeliverTheSameRowAtOnce(t *testing.T) {
+	r, srv := newReceiver(t)
+	channels := make([]string, 60)
+	for i := range channels {
+		channels[i] = []string{"C1", "C2", "C3"}[i%3]
+	}
+	s, hook := setup(t, srv, nil, channels...)
+	r.handle = func(rm.Change) int { time.Sleep(2 * time.Millisecond); return http.StatusOK }
+	var wg sync.WaitGroup
+	for range 2 {
+		d := &webhook.Deliverer{Hooks: []webhook.Hook{hook}, Batch: 5}
+		wg.Go(func() { d.Sweep(context.Background()) })
+	}
+	wg.Wait()
+	seen := map[string]int{}
+	for _, id := range r.got {
+		seen[id]++
+	}
+	if r.overlaps != 0 || len(seen) != 60 || len(r.got) != 60 {
+		t.Errorf("overlapping deliveries %d, distinct %d, received %d; want 0, 60, 60", r.overlaps, len(seen), len(r.got))
+	}
+	if st := pending(t, s); st.Pending != 0 {
+		t.Errorf("outbox %+v after both sweeps", st)
+	}
+}
+
+func TestAReceiverSlowerThanTheLeaseIsFencedAndTheEventRedelivered(t *testing.T) {
+	r, srv := newReceiver(t)
+	clock := &fakeClock{t: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}
+	s, hook := setup(t, srv, clock, "C1")
+	slow := true
+	r.handle = func(rm.Change) int {
+		if slow {
+			slow = false
+			clock.Advance(time.Minute) // longer than the 30s lease
+		}
+		return http.StatusOK
+	}
+	var outcomes []string
+	d := &webhook.Deliverer{Hooks: []webhook.Hook{hook}, OnOutcome: func(_, o string) { outcomes = append(outcomes, o) }}
+	d.Sweep(context.Background())
+	if len(outcomes) == 0 || outcomes[0] != changefeed.OutcomeFenced {
+		t.Fatalf("outcomes %v, want the first fenced", outcomes)
+	}
+	d.Sweep(context.Background())
+	if len(r.got) != 2 || r.got[0] != r.got[1] {
+		t.Errorf("received %v: want the same event twice (at least once; the receiver dedupes on the id)", r.got)
+	}
+	if st := pending(t, s); st.Pending != 0 {
+		t.Errorf("outbox %+v, want empty once delivered within a lease", st)
+	}
+}
+
+func TestParksAfterMaxAttempts(t *testing.T) {
+	r, srv := newReceiver(t)
+	clock := &fakeClock{t: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}
+	s, hook := setup(t, srv, clock, "C1")
+	r.handle = func(rm.Change) int { return http.StatusBadGateway }
+	var outcomes []string
+	d := &webhook.Deliverer{Hooks: []webhook.Hook{hook}, OnOutcome: func(_, o string) { outcomes = append(outcomes, o) }}
+	for range 5 {
+		d.Sweep(context.Background())
+		clock.Advance(time.Hour) // past any backoff
+	}
+	want := []string{changefeed.OutcomeFailed, changefeed.OutcomeFailed, changefeed.OutcomeParked}
+	if len(outcomes) != 3 || outcomes[2] != want[2] || outcomes[0] != want[0] {
+		t.Errorf("outcomes %v, want %v and no attempt after parking", outcomes, want)
+	}
+	if st := pending(t, s); st.Parked != 1 || st.Pending != 0 {
+		t.Errorf("outbox %+v, want one parked row", st)
+	}
+}
+
+func TestSignatureIsHMACOfVersionTimestampAndBody(t *testing.T) {
+	// Computed independently: printf 'v1:1700000000:{"a":1}' | openssl dgst -sha256 -hmac s3cret
+	const want = "v1=5758379e1e2bd8ca5cbc893acda89dd28be628dc70c337e7943ddd194922a4bf"
+	got := webhook.Sign(secret, 1700000000, []byte(`{"a":1}`))
+	if got != want {
+		t.Fatalf("Sign = %q, want %q", got, want)
+	}
+	if err := webhook.Verify(secret, "1700000000", got, []byte(`{"a":1}`), time.Unix(1700000000, 0), time.Minute); err != nil {
+		t.Errorf("Verify of Sign: %v", err)
+	}
+	if webhook.Verify(secret, "1700000000", got, []byte(`{"a":2}`), time.Unix(1700000000, 0), time.Minute) == nil {
+		t.Error("Verify accepted another body")
+	}
+	if webhook.Verify(secret, "1700000000", got, []byte(`{"a":1}`), time.Unix(1700000000+3600, 0), time.Minute) == nil {
+		t.Error("Verify accepted a replay an hour later")
+	}
+}
