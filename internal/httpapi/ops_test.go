@@ -113,6 +113,11 @@ func TestMetricsReadyFollowsTheToken(t *testing.T) {
 func scrape(t *testing.T, e *env) map[string]*dto.MetricFamily {
 	t.Helper()
 	code, b := e.do(t, http.MethodGet, "/metrics", nil)
+	return parseMetrics(t, code, b)
+}
+
+func parseMetrics(t *testing.T, code int, b []byte) map[string]*dto.MetricFamily {
+	t.Helper()
 	if code != http.StatusOK {
 		t.Fatalf("/metrics = %d %s", code, b)
 	}
