@@ -41,7 +41,10 @@ func (o *Outbox) now() time.Time {
 	return time.Now().UTC()
 }
 
-func (o *Outbox) lease() time.Duration {
+func (o *Outbox) lease() time.Duration { return o.LeaseOrDefault() }
+
+// LeaseOrDefault is Lease, or its default (1m) when unset.
+func (o *Outbox) LeaseOrDefault() time.Duration {
 	if o.Lease > 0 {
 		return o.Lease
 	}
@@ -82,6 +85,11 @@ func (o *Outbox) held(r *rm.OutboxRow, token string, now time.Time) bool {
 func (o *Outbox) leased(r *rm.OutboxRow, now time.Time) bool {
 	return r.ClaimToken != "" && now.Before(r.LeaseUntil) && !r.LeaseUntil.After(now.Add(o.lease()))
 }
+
+// Expired reports whether the claim on r, as Claim returned it, has run out: a
+// deliverer stops its batch there and claims again, rather than deliver rows whose
+// completion would be refused (and which another claim may be delivering).
+func (o *Outbox) Expired(r *rm.OutboxRow) bool { return !o.now().Before(r.LeaseUntil) }
 
 // waiting reports whether r backs off at now. A retry time further ahead than the
 // longest backoff comes from a clock that has since moved back: it is now.

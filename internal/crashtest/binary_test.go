@@ -3,9 +3,11 @@ package crashtest
 import (
 	"flag"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -50,6 +52,7 @@ func slackpollBinary(t *testing.T) string {
 		t.Skip("crash tests build and SIGKILL the real slackpoll binary; skipped in -short mode")
 	}
 	buildOnce.Do(func() {
+		statSources()
 		gobin, err := exec.LookPath("go")
 		if err != nil {
 			buildErr = fmt.Errorf("go tool not found to build cmd/slackpoll: %w", err)
@@ -65,4 +68,24 @@ func slackpollBinary(t *testing.T) string {
 		t.Fatal(buildErr)
 	}
 	return binPath
+}
+
+// statSources stats every .go file of the module. go test caches a test's result
+// keyed on the files the test consulted; the binary is built by a child process,
+// whose reads it does not see, so without this a changed daemon would get the cached
+// verdict of the old one.
+func statSources() {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		return
+	}
+	_ = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() && strings.HasPrefix(d.Name(), ".") && path != root {
+			return filepath.SkipDir
+		}
+		if strings.HasSuffix(path, ".go") || d.Name() == "go.mod" || d.Name() == "go.sum" {
+			_, _ = os.Stat(path)
+		}
+		return nil
+	})
 }

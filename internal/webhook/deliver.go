@@ -32,6 +32,14 @@ type Hook struct {
 	Outbox *changefeed.Outbox
 }
 
+// TimeoutOrDefault is Timeout, or its default (10s) when unset.
+func (h *Hook) TimeoutOrDefault() time.Duration {
+	if h.Timeout > 0 {
+		return h.Timeout
+	}
+	return 10 * time.Second
+}
+
 // Deliverer POSTs outbox rows to their hooks. Run loops; Sweep is one pass, and the
 // only code path: Wake (after a tick wrote changes) and the periodic timer of Run both
 // lead to it.
@@ -124,6 +132,9 @@ func (d *Deliverer) sweepHook(ctx context.Context, h *Hook) {
 			if ctx.Err() != nil {
 				return // the rows' lease frees them
 			}
+			if h.Outbox.Expired(&r) {
+				break // the rest of the batch is claimed again, in order
+			}
 			if failed[r.Change.Channel] {
 				continue
 			}
@@ -133,7 +144,7 @@ func (d *Deliverer) sweepHook(ctx context.Context, h *Hook) {
 				failed[r.Change.Channel] = true
 			}
 		}
-		if delivered == 0 {
+		if delivered == 0 && !h.Outbox.Expired(&rows[len(rows)-1]) {
 			return // the periodic sweep retries after the backoff
 		}
 	}
@@ -181,11 +192,7 @@ func (d *Deliverer) post(ctx context.Context, h *Hook, c *rm.Change) error {
 	if err != nil {
 		return err
 	}
-	timeout := h.Timeout
-	if timeout <= 0 {
-		timeout = 10 * time.Second
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := context.WithTimeout(ctx, h.TimeoutOrDefault())
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.URL.String(), bytes.NewReader(body))
 	if err != nil {
