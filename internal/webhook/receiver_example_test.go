@@ -1,0 +1,84 @@
+package webhook_test
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/slackpoll/slackpoll/internal/changefeed"
+	"github.com/slackpoll/slackpoll/internal/webhook"
+)
+
+// readmeReceiver is the receiver the README shows (section "Change feed and
+// webhooks"), word for word but for the lock its map needs here and handle.
+func readmeReceiver(secret []byte, seen map[string]bool, mu *sync.Mutex, handle func([]byte)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		ts := r.Header.Get("X-Slackpoll-Timestamp")
+		mac := hmac.New(sha256.New, secret)
+		mac.Write([]byte("v1:" + ts + ":"))
+		mac.Write(body)
+		want := "v1=" + hex.EncodeToString(mac.Sum(nil))
+		sent, _ := strconv.ParseInt(ts, 10, 64)
+		if !hmac.Equal([]byte(want), []byte(r.Header.Get("X-Slackpoll-Signature"))) ||
+			time.Since(time.Unix(sent, 0)).Abs() > 5*time.Minute { // a replayed request
+			http.Error(w, "bad signature", http.StatusUnauthorized)
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if id := r.Header.Get("X-Slackpoll-Event-Id"); !seen[id] {
+			handle(body) // your code: store it first, then answer
+			seen[id] = true
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}
+}
+
+func TestTheREADMEReceiverAcceptsDeliveriesAndDropsDuplicates(t *testing.T) {
+	var (
+		mu      sync.Mutex
+		handled int
+	)
+	rx := readmeReceiver(secret, map[string]bool{}, &mu, func([]byte) { handled++ })
+	srv := httptest.NewServer(rx)
+	defer srv.Close()
+	clock := &fakeClock{t: time.Now()}
+	_, hook := setup(t, srv, clock, "C1", "C2")
+	// The first delivery of C1's event is answered after its lease: it is fenced and
+	// delivered again, and the receiver must handle it once.
+	slow := true
+	hook.URL, _ = url.Parse(srv.URL)
+	srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if slow {
+			slow = false
+			clock.Advance(time.Minute)
+		}
+		rx(w, r)
+	})
+	var outcomes []string
+	d := &webhook.Deliverer{Hooks: []webhook.Hook{hook}, OnOutcome: func(_, o string) { outcomes = append(outcomes, o) }}
+	d.Sweep(context.Background())
+	d.Sweep(context.Background())
+	if handled != 2 || len(outcomes) != 3 || outcomes[0] != changefeed.OutcomeFenced {
+		t.Errorf("handled %d events with outcomes %v; want 2 handled, the first delivery fenced and repeated", handled, outcomes)
+	}
+	// A forged request is refused.
+	resp, err := http.Post(srv.URL, "application/json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("unsigned request: %d, want 401", resp.StatusCode)
+	}
+}
