@@ -23,6 +23,29 @@ type feedTx struct {
 	convs map[string]Conversation
 	// last is the seq of the last change appended, 0 for none.
 	last uint64
+	// seen is the last message read or written through f: the writer reads a
+	// message, then puts it, and the comparison needs what it replaces — one decode,
+	// not two. A put or delete of the same key replaces it.
+	seen struct {
+		ok, had bool
+		key     Ref
+		m       Message
+	}
+}
+
+// Message reads through the transaction and remembers the answer for PutMessage.
+func (f *feedTx) Message(channel string, ts TS) (Message, bool, error) {
+	m, had, err := f.Tx.Message(channel, ts)
+	f.seen.ok, f.seen.had, f.seen.key, f.seen.m = err == nil, had, Ref{channel, ts}, m
+	return m, had, err
+}
+
+// stored returns the stored message (channel, ts), from seen when it holds it.
+func (f *feedTx) stored(channel string, ts TS) (Message, bool, error) {
+	if f.seen.ok && f.seen.key == (Ref{channel, ts}) {
+		return f.seen.m, f.seen.had, nil
+	}
+	return f.Tx.Message(channel, ts)
 }
 
 func newFeedTx(tx Tx, cfg *FeedConfig, now time.Time) *feedTx {
@@ -31,13 +54,15 @@ func newFeedTx(tx Tx, cfg *FeedConfig, now time.Time) *feedTx {
 
 // PutMessage stores m and records how it differs from the stored message.
 func (f *feedTx) PutMessage(m Message) error {
-	old, had, err := f.Tx.Message(m.Channel, m.TS)
+	old, had, err := f.stored(m.Channel, m.TS)
 	if err != nil {
 		return err
 	}
+	f.seen.ok = false
 	if err := f.Tx.PutMessage(m); err != nil {
 		return err
 	}
+	f.seen.ok, f.seen.had, f.seen.key, f.seen.m = true, true, Ref{m.Channel, m.TS}, m
 	var prev *Message
 	if had && old.LastPolledAt != nil {
 		prev = &old
@@ -48,10 +73,11 @@ func (f *feedTx) PutMessage(m Message) error {
 // DeleteMessage removes a message; a reply that was read is recorded as removed from
 // its thread.
 func (f *feedTx) DeleteMessage(channel string, ts TS) error {
-	old, had, err := f.Tx.Message(channel, ts)
+	old, had, err := f.stored(channel, ts)
 	if err != nil {
 		return err
 	}
+	f.seen.ok = false
 	if err := f.Tx.DeleteMessage(channel, ts); err != nil {
 		return err
 	}
