@@ -95,7 +95,7 @@ func (f *feedTx) DeleteMessage(channel string, ts TS) error {
 
 // PutConversation stores c and records a change of status after the first one.
 func (f *feedTx) PutConversation(c Conversation) error {
-	old, had, err := f.Tx.Conversation(c.ID)
+	old, had, err := f.Conversation(c.ID)
 	if err != nil {
 		return err
 	}
@@ -117,7 +117,7 @@ func (f *feedTx) PutConversation(c Conversation) error {
 // PutUser stores u and records a new label. A failed lookup is not a rename, nor is
 // the first successful one after it.
 func (f *feedTx) PutUser(u User) error {
-	old, had, err := f.Tx.User(u.ID)
+	old, had, err := f.User(u.ID)
 	if err != nil {
 		return err
 	}
@@ -230,7 +230,7 @@ func (f *feedTx) newerThanBaseline(m *Message) (bool, error) {
 	c, ok := f.convs[m.Channel]
 	if !ok {
 		var err error
-		if c, _, err = f.Tx.Conversation(m.Channel); err != nil {
+		if c, _, err = f.Conversation(m.Channel); err != nil {
 			return false, err
 		}
 		f.convs[m.Channel] = c
