@@ -302,7 +302,7 @@ func (f *feedTx) reactionEvent(kind string, m *Message, name, user string) Chang
 func (f *feedTx) identity() *Identity {
 	if !f.idLoaded {
 		f.idLoaded = true
-		if id, ok, err := f.Tx.Identity(); err == nil && ok {
+		if id, ok, err := f.Identity(); err == nil && ok {
 			f.id = &id
 		}
 	}
@@ -317,7 +317,7 @@ func (f *feedTx) messageEvent(kind string, m *Message) Change {
 // matches.
 func (f *feedTx) emit(c Change) error {
 	c.ID, c.ObservedAt = NewEventID(), f.now
-	if err := f.Tx.AppendChange(&c); err != nil {
+	if err := f.AppendChange(&c); err != nil {
 		return err
 	}
 	f.last = c.Seq
@@ -327,7 +327,7 @@ func (f *feedTx) emit(c Change) error {
 			continue
 		}
 		row := OutboxRow{Webhook: s.Name, Seq: c.Seq, Change: c, Enqueued: f.now}
-		if err := f.Tx.PutOutbox(row); err != nil {
+		if err := f.PutOutbox(row); err != nil {
 			return err
 		}
 	}
