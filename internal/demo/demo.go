@@ -155,8 +155,9 @@ type FeedCheck struct {
 	// the changes the replay could not apply.
 	Differences []string
 	// AfterMatch lists the changes written after the read model first matched the
-	// truth, when nothing changed any more, other than first reads of messages:
-	// re-reads must emit none.
+	// truth, when nothing changed any more, other than first reads of messages and
+	// what a later read learns of a message gone from the workspace (deleted after
+	// missing): re-reads must emit none.
 	AfterMatch []rm.Change
 }
 
@@ -329,7 +330,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		}
 	}
 	stopPoller() // before reading what its ticks recorded
-	if res.Feed, err = checkFeed(store, seqAtMatch); err != nil {
+	if res.Feed, err = checkFeed(store, seqAtMatch, fake.Truth()); err != nil {
 		return res, err
 	}
 	res.Requests = fake.Requests()
@@ -423,7 +424,14 @@ func lastSeq(s rm.Store) (last uint64, err error) {
 // checkFeed replays the whole change feed over an empty model and compares it with
 // the store; seqAtMatch is the last seq when the read model first matched the truth
 // (0 if it never did).
-func checkFeed(s rm.Store, seqAtMatch uint64) (FeedCheck, error) {
+func checkFeed(s rm.Store, seqAtMatch uint64, truth slackfake.Truth) (FeedCheck, error) {
+	exists := map[rm.Ref]bool{} // undeleted messages of the workspace, replies included
+	for _, m := range truth.Messages {
+		exists[rm.Ref{Channel: m.Channel, TS: m.TS}] = !m.Deleted
+		for _, r := range m.Replies {
+			exists[rm.Ref{Channel: m.Channel, TS: r.TS}] = true
+		}
+	}
 	fc := FeedCheck{Kinds: map[string]int{}}
 	replayed := converge.FeedModel{}
 	err := s.View(func(tx rm.Tx) error {
@@ -434,7 +442,11 @@ func checkFeed(s rm.Store, seqAtMatch uint64) (FeedCheck, error) {
 			// older than the compared window) is news to the feed, not a re-read.
 			_, known := replayed[rm.Ref{Channel: c.Channel, TS: c.TS}]
 			firstRead := !known && (c.Kind == rm.ChangeMessagePosted || c.Kind == rm.ChangeReplyAdded)
-			if seqAtMatch > 0 && c.Seq > seqAtMatch && !firstRead {
+			// A message gone from the workspace matches as missing or deleted; a
+			// later read may learn the other (thread_not_found after missing).
+			gone := !exists[rm.Ref{Channel: c.Channel, TS: c.TS}] &&
+				(c.Kind == rm.ChangeMessageDeleted || c.Kind == rm.ChangeMessageMissing || c.Kind == rm.ChangeReplyRemoved)
+			if seqAtMatch > 0 && c.Seq > seqAtMatch && !firstRead && !gone {
 				fc.AfterMatch = append(fc.AfterMatch, c)
 			}
 			if err := replayed.Apply(&c); err != nil {
