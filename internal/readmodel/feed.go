@@ -21,8 +21,10 @@ type feedTx struct {
 	idLoaded bool
 	// convs caches the conversations whose baseline a message was checked against.
 	convs map[string]Conversation
-	// last is the seq of the last change appended, 0 for none.
-	last uint64
+	// pending are the changes found so far, appended by flush at the end of the
+	// transaction; last is the seq of the last one appended, 0 for none.
+	pending []Change
+	last    uint64
 	// seen is the last message read or written through f: the writer reads a
 	// message, then puts it, and the comparison needs what it replaces — one decode,
 	// not two. A put or delete of the same key replaces it.
@@ -313,24 +315,44 @@ func (f *feedTx) messageEvent(kind string, m *Message) Change {
 	return Change{Kind: kind, Channel: m.Channel, TS: m.TS, ThreadTS: m.ThreadTS, Record: m.Record, Own: m.OwnPost}
 }
 
-// emit stamps c and appends it to the feed and to the outbox of every subscription it
-// matches.
+// emit stamps c and queues it for flush.
 func (f *feedTx) emit(c Change) error {
 	c.ID, c.ObservedAt = NewEventID(), f.now
-	if err := f.AppendChange(&c); err != nil {
-		return err
-	}
-	f.last = c.Seq
-	for i := range f.cfg.Subscriptions {
-		s := &f.cfg.Subscriptions[i]
-		if !s.Filter.Match(&c) {
-			continue
+	f.pending = append(f.pending, c)
+	return nil
+}
+
+// flush appends the transaction's changes to the feed, and to the outbox of every
+// subscription they match: message_posted first, so that a new thread parent read
+// with its thread comes before its replies; otherwise in the order found.
+func (f *feedTx) flush() error {
+	slices.SortStableFunc(f.pending, func(a, b Change) int {
+		switch ap, bp := a.Kind == ChangeMessagePosted, b.Kind == ChangeMessagePosted; {
+		case ap && !bp:
+			return -1
+		case bp && !ap:
+			return 1
 		}
-		row := OutboxRow{Webhook: s.Name, Seq: c.Seq, Change: c, Enqueued: f.now}
-		if err := f.PutOutbox(row); err != nil {
+		return 0
+	})
+	for i := range f.pending {
+		c := &f.pending[i]
+		if err := f.AppendChange(c); err != nil {
 			return err
 		}
+		f.last = c.Seq
+		for j := range f.cfg.Subscriptions {
+			s := &f.cfg.Subscriptions[j]
+			if !s.Filter.Match(c) {
+				continue
+			}
+			row := OutboxRow{Webhook: s.Name, Seq: c.Seq, Change: *c, Enqueued: f.now}
+			if err := f.PutOutbox(row); err != nil {
+				return err
+			}
+		}
 	}
+	f.pending = f.pending[:0]
 	return nil
 }
 

@@ -34,7 +34,10 @@ func (w *writer) update(fn func(Tx) error) error {
 	var last uint64
 	err := w.store.Update(func(tx Tx) error {
 		ftx := newFeedTx(tx, &w.feed, now())
-		err := fn(ftx)
+		if err := fn(ftx); err != nil {
+			return err
+		}
+		err := ftx.flush()
 		last = ftx.last
 		return err
 	})

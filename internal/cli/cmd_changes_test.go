@@ -1,0 +1,84 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	rm "github.com/slackpoll/slackpoll/internal/readmodel"
+)
+
+// `slackpoll once` with a webhook whose receiver refuses: the tick writes the changes
+// and their outbox rows, the attempt after it fails and parks them (max_attempts 1);
+// changes, outbox and requeue then read and mend the store.
+func TestChangesOutboxAndRequeueOnTheStore(t *testing.T) {
+	fake, _ := onceWorkspace(t)
+	refused := 0
+	rx := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		refused++
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer rx.Close()
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	cfg := writeConfig(t, cfgOpts{
+		store: filepath.Join(t.TempDir(), "slackpoll.db"), apiURL: srv.URL, slack: fake.Token(), convs: []string{"C0GENERAL"},
+		extra: fmt.Sprintf("changes:\n  backfill: true\nwebhooks:\n  - name: app\n    url: %s\n    secret: s\n    max_attempts: 1\n    kinds: [reply_added]\n", rx.URL),
+	})
+	if code, _, errOut := runCLI(context.Background(), "once", "--config", cfg); code != 0 {
+		t.Fatalf("once: %d %s", code, errOut)
+	}
+	code, out, errOut := runCLI(context.Background(), "changes", "--config", cfg)
+	if code != 0 {
+		t.Fatalf("changes: %d %s", code, errOut)
+	}
+	var kinds []string
+	var last uint64
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var c rm.Change
+		if err := json.Unmarshal([]byte(line), &c); err != nil {
+			t.Fatalf("changes printed %q: %v", line, err)
+		}
+		kinds = append(kinds, c.Kind)
+		last = c.Seq
+	}
+	if strings.Join(kinds, ",") != "message_posted,reply_added" {
+		t.Errorf("changes = %v, want the parent posted then its reply (backfill on)", kinds)
+	}
+	if _, out, _ := runCLI(context.Background(), "changes", "--config", cfg, "--after", fmt.Sprint(last)); out != "" {
+		t.Errorf("changes --after the last seq printed %q", out)
+	}
+	if _, out, _ := runCLI(context.Background(), "changes", "--config", cfg, "--kind", "reply_added"); strings.Count(out, "\n") != 1 {
+		t.Errorf("changes --kind reply_added printed %q", out)
+	}
+	if code, _, errOut := runCLI(context.Background(), "changes", "--config", cfg, "--kind", "nope"); code != ExitUsage || !strings.Contains(errOut, "allowed:") {
+		t.Errorf("changes --kind nope: %d %s", code, errOut)
+	}
+	if code, _, errOut := runCLI(context.Background(), "changes", "--config", cfg, "--follow"); code != ExitRuntime || !strings.Contains(errOut, "no daemon holds store") {
+		t.Errorf("changes --follow without a daemon: %d %s", code, errOut)
+	}
+
+	if refused != 1 {
+		t.Errorf("the receiver was asked %d times, want once (the reply_added change, right after the tick)", refused)
+	}
+	code, out, _ = runCLI(context.Background(), "outbox", "--config", cfg, "--parked")
+	if code != 0 || !strings.Contains(out, "reply_added") || !strings.Contains(out, "parked") || !strings.Contains(out, "HTTP 503") {
+		t.Errorf("outbox --parked: %d\n%s", code, out)
+	}
+	if code, _, errOut := runCLI(context.Background(), "requeue", "--config", cfg); code != ExitUsage || !strings.Contains(errOut, "--webhook") {
+		t.Errorf("requeue without --webhook: %d %s", code, errOut)
+	}
+	if code, out, _ := runCLI(context.Background(), "requeue", "--config", cfg, "--webhook", "app"); code != 0 || !strings.Contains(out, "requeued 1 parked row") {
+		t.Errorf("requeue: %d %s", code, out)
+	}
+	if _, out, _ := runCLI(context.Background(), "outbox", "--config", cfg, "--parked"); !strings.Contains(out, "no rows") {
+		t.Errorf("outbox --parked after requeue:\n%s", out)
+	}
+	_, out, _ = runCLI(context.Background(), "status", "--config", cfg)
+	wantContains(t, "status", out, "change feed: last seq 2", "webhook app: 1 pending")
+}
