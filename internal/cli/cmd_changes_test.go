@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/slackpoll/slackpoll/internal/readfixture"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 )
 
@@ -81,4 +82,31 @@ func TestChangesOutboxAndRequeueOnTheStore(t *testing.T) {
 	}
 	_, out, _ = runCLI(context.Background(), "status", "--config", cfg)
 	wantContains(t, "status", out, "change feed: last seq 2", "webhook app: 1 pending")
+}
+
+func TestChangesThroughTheDaemonWhileItHoldsTheStore(t *testing.T) {
+	f := readfixture.New(t, readfixture.Options{})
+	var seqs []uint64
+	err := f.Store.Update(func(tx rm.Tx) error {
+		for _, kind := range []string{rm.ChangeReactionAdded, rm.ChangeMessageEdited} {
+			c := rm.Change{ID: rm.NewEventID(), Kind: kind, Channel: readfixture.General, TS: "1.000001"}
+			if err := tx.AppendChange(&c); err != nil {
+				return err
+			}
+			seqs = append(seqs, c.Seq)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := writeConfig(t, cfgOpts{store: f.Path, convs: f.Configured, listen: daemonAPI(t, f, "t0k"), token: "t0k"})
+	code, out, errOut := runCLI(t.Context(), "changes", "--config", cfg, "--after", fmt.Sprint(seqs[0]-1), "--kind", rm.ChangeMessageEdited)
+	if code != ExitOK {
+		t.Fatalf("changes = %d, stderr %s", code, errOut)
+	}
+	var c rm.Change
+	if err := json.Unmarshal([]byte(out), &c); err != nil || c.Seq != seqs[1] || strings.Count(out, "\n") != 1 {
+		t.Errorf("changes through the API printed %q (%v), want the edit, seq %d", out, err, seqs[1])
+	}
 }

@@ -235,3 +235,29 @@ func TestFeedWritesOutboxRowsForMatchingWebhooksInTheSameTransaction(t *testing.
 		t.Errorf("outbox rows by webhook (-want +got):\n%s", d)
 	}
 }
+
+func TestFeedStoreMadeBeforeTheFeedSetsItsBaselineWithoutAFlood(t *testing.T) {
+	src := newStub()
+	src.addChannel(ch)
+	for i := range 5 {
+		src.post(msg(ch, ts(1000-i, 0), "U1", "old"))
+	}
+	p, store, clock := feedPoller(t, src, rm.FeedConfig{})
+	mustTick(t, p)
+	// As a store written before the feed existed: walked, no baseline, no changes.
+	err := store.Update(func(tx rm.Tx) error {
+		c, _, err := tx.Conversation(ch)
+		if err != nil {
+			return err
+		}
+		c.Baselined, c.FeedFrom = false, ""
+		return tx.PutConversation(c)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src.post(msg(ch, ts(-60, 0), "U2", "while upgrading"))
+	wantChanges(t, tickAgain(t, p, store, clock)) // the upgrade's first walk: the baseline
+	src.post(msg(ch, ts(-240, 0), "U2", "after the upgrade"))
+	wantChanges(t, tickAgain(t, p, store, clock), changeKey{Kind: rm.ChangeMessagePosted, TS: ts(-240, 0)})
+}
