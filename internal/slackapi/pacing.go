@@ -59,6 +59,7 @@ func newPacer(method string, perMinute float64, store PacingStore, log *slog.Log
 		return nil, fmt.Errorf("load pacing state of %s: %w", method, err)
 	}
 	if ok {
+		st = p.bounded(st, time.Now())
 		p.lastCall = st.LastCall
 		p.notBefore = st.NotBefore
 		if next := st.LastCall.Add(spacing); !st.LastCall.IsZero() && next.After(p.notBefore) {
@@ -66,6 +67,26 @@ func newPacer(method string, perMinute float64, store PacingStore, log *slog.Log
 		}
 	}
 	return p, nil
+}
+
+// bounded returns the persisted st bounded by what its times can mean, as of now. They
+// were written by the local clock, which may have been wrong then or be wrong now: a
+// clock set days ahead and then corrected would otherwise stop every call for days. A
+// last call cannot be later than now; it is taken as now (one spacing is waited). A
+// gate further ahead than one spacing and the longest Retry-After honoured cannot come
+// from a Retry-After; it is not waited for. Each is logged.
+func (p *pacer) bounded(st readmodel.MethodState, now time.Time) readmodel.MethodState {
+	if st.LastCall.After(now) {
+		p.log.Warn("slack pacing: persisted last call is in the future (the clock was ahead or went back); taking it as now",
+			"method", p.method, "last_call", st.LastCall.UTC().Format(time.RFC3339), "now", now.UTC().Format(time.RFC3339))
+		st.LastCall = now
+	}
+	if limit := now.Add(max(p.spacing, maxRetryAfter) + retryAfterMargin); st.NotBefore.After(limit) {
+		p.log.Warn("slack pacing: persisted retry time is further in the future than any Retry-After (the clock was ahead or went back); not waiting for it",
+			"method", p.method, "not_before", st.NotBefore.UTC().Format(time.RFC3339), "now", now.UTC().Format(time.RFC3339))
+		st.NotBefore = time.Time{}
+	}
+	return st
 }
 
 // acquire blocks until a call of the method may start, records it as the last call

@@ -1,0 +1,64 @@
+package readmodel_test
+
+import (
+	"testing"
+	"time"
+
+	rm "github.com/slackpoll/slackpoll/internal/readmodel"
+)
+
+// The clock was a day ahead when conversations.info was read, then was set right:
+// the info is refreshed at the next tick, not a day later.
+func TestInfoReadWithTheClockAheadIsRefreshedWhenItIsSetBack(t *testing.T) {
+	src := newStub()
+	src.addChannel(ch)
+	p, _, clock := newPoller(t, src, ch)
+	clock.Advance(24 * time.Hour)
+	mustTick(t, p)
+	n := len(src.callsOf(rm.MethodConversationInfo))
+	clock.Advance(-24*time.Hour + time.Minute)
+	mustTick(t, p)
+	if got := len(src.callsOf(rm.MethodConversationInfo)); got != n+1 {
+		t.Errorf("%d conversations.info calls after the clock was set back, want 1: info read \"in the future\" is of unknown age", got-n)
+	}
+}
+
+// A conversation error's retry time set with the clock two days ahead is further
+// away than a retry can be (InfoRefresh): once the clock is right, it is retried at
+// the next tick, not two days later.
+func TestErrorRetryWithTheClockAheadIsNotWaitedFor(t *testing.T) {
+	src := newStub()
+	src.addChannel(ch)
+	src.fail(rm.MethodConversationInfo, ch, &rm.APIError{Method: rm.MethodConversationInfo, Code: "not_in_channel", Class: rm.ClassConversation}, 1)
+	p, store, clock := newPoller(t, src, ch)
+	clock.Advance(48 * time.Hour)
+	mustTick(t, p)
+	if c := conversation(t, store); c.Status != rm.StatusNotInChannel {
+		t.Fatalf("status = %q, want not_in_channel", c.Status)
+	}
+	clock.Advance(-48*time.Hour + time.Minute)
+	mustTick(t, p)
+	if c := conversation(t, store); c.Status != rm.StatusOK {
+		t.Errorf("status = %q after the clock was set right, want ok: the retry time two days ahead was waited for", c.Status)
+	}
+}
+
+// Discovery listed with the clock a day ahead lists again at the next tick once the
+// clock is set back.
+func TestDiscoverWithTheClockAheadListsAgainWhenItIsSetBack(t *testing.T) {
+	src := newStub()
+	src.addChannel(ch)
+	store := openStore(t)
+	clock := &fixedClock{t: epoch.Add(24 * time.Hour)}
+	p := rm.NewPoller(store, src, rm.PollerConfig{Discover: true, Budget: defaultBudget(), Now: clock.Now})
+	mustTick(t, p)
+	n := len(src.callsOf(rm.MethodUsersConversations))
+	if n == 0 {
+		t.Fatal("no users.conversations call")
+	}
+	clock.Advance(-24*time.Hour + time.Minute)
+	mustTick(t, p)
+	if got := len(src.callsOf(rm.MethodUsersConversations)); got == n {
+		t.Error("no users.conversations call after the clock was set back a day")
+	}
+}

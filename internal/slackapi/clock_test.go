@@ -1,0 +1,83 @@
+package slackapi
+
+import (
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/slackpoll/slackpoll/internal/readmodel"
+)
+
+// TestPersistedTimesFromAClockAheadAreNotWaitedFor: a previous run with the clock 2
+// days ahead persisted its last call and a Retry-After gate 2 days ahead. The clock is
+// now right: the restarted client waits no more than one spacing (last call) and does
+// not wait for the Retry-After gate at all, and says why in the log.
+func TestPersistedTimesFromAClockAheadAreNotWaitedFor(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		state func(now time.Time) readmodel.MethodState
+		max   time.Duration
+	}{
+		{"last call", func(now time.Time) readmodel.MethodState {
+			return readmodel.MethodState{LastCall: now.Add(48 * time.Hour)}
+		}, time.Minute},
+		{"last call and its gate", func(now time.Time) readmodel.MethodState {
+			return readmodel.MethodState{LastCall: now.Add(48 * time.Hour), NotBefore: now.Add(48*time.Hour + time.Minute)}
+		}, time.Minute},
+		{"retry-after gate", func(now time.Time) readmodel.MethodState {
+			return readmodel.MethodState{NotBefore: now.Add(48 * time.Hour)}
+		}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f := newFake()
+				f.handle("conversations.history", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, okPage("1.000001", "")) })
+				store := newMemPacing()
+				start := time.Now()
+				_ = store.SaveMethodState(readmodel.MethodHistory, tc.state(start))
+				var logs syncBuffer
+				c := newTestClient(t, f, map[string]float64{readmodel.MethodHistory: 1}, func(o *Options) {
+					o.Pacing = store
+					o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+				})
+				if _, err := c.History(bg, historyReq("")); err != nil {
+					t.Fatal(err)
+				}
+				if waited := f.requests("conversations.history")[0].at.Sub(start); waited > tc.max {
+					t.Errorf("first call after %v, want at most %v", waited, tc.max)
+				}
+				if !strings.Contains(logs.String(), "in the future") {
+					t.Errorf("log does not explain the ignored time:\n%s", logs.String())
+				}
+			})
+		})
+	}
+}
+
+// TestRetryAfterOfDaysIsCapped: one 429 asking for two days does not stop the method
+// for two days; the wait is capped at maxRetryAfter.
+func TestRetryAfterOfDaysIsCapped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake()
+		n := 0
+		f.handle("conversations.history", func(w http.ResponseWriter, r *http.Request) {
+			if n++; n == 1 {
+				w.Header().Set("Retry-After", "172800")
+				w.WriteHeader(http.StatusTooManyRequests)
+				return
+			}
+			writeJSON(w, okPage("1.000001", ""))
+		})
+		c := newTestClient(t, f, nil)
+		if _, err := c.History(bg, historyReq("")); err != nil {
+			t.Fatal(err)
+		}
+		reqs := f.requests("conversations.history")
+		if gap := reqs[1].at.Sub(reqs[0].at); gap > maxRetryAfter+retryAfterMargin {
+			t.Errorf("repeated after %v, want at most %v", gap, maxRetryAfter+retryAfterMargin)
+		}
+	})
+}
