@@ -39,13 +39,14 @@ func (c *cmdCtx) startDaemon() (*daemon, error) {
 		return nil, err
 	}
 	metrics := httpapi.NewMetrics()
-	src, err := newSource(cfg, store, log, nil, metrics.OnCall)
+	src, err := newSource(cfg, store, log, nil, metrics.OnCall, metrics.OnClockSkew)
 	if err != nil {
 		_ = store.Close() // the configuration error is the one to report
 		return nil, &exitError{ExitUsage, err}
 	}
 	pc := pollerConfig(cfg, log)
 	pc.OnTick = metrics.OnTick
+	pc.ClockSkew = src.ClockSkew
 	return &daemon{cfg: cfg, log: log, store: store, poller: rm.NewPoller(store, src, pc), metrics: metrics}, nil
 }
 

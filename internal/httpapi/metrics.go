@@ -38,6 +38,7 @@ import (
 //	slackpoll_watched_rotation_period_seconds              time to re-read every watched message (absent when unknown)
 //	slackpoll_physical_limit_seconds                       least time the rates allow for a full rotation (absent when unknown)
 //	slackpoll_head_age_seconds{channel}                    time since a conversation's last head read, at the last tick's end
+//	slackpoll_clock_skew_seconds                           Slack's clock minus ours, from the Date header of the last answer (absent before one)
 //
 // plus the Go runtime and process collectors as slackpoll_go_* and slackpoll_process_*.
 // Its methods are safe for concurrent use.
@@ -55,6 +56,9 @@ type Metrics struct {
 	threads     prometheus.Counter
 	tailReads   prometheus.Counter
 	lastTickEnd prometheus.Gauge
+	clockSkew   prometheus.Gauge
+
+	skewOnce sync.Once
 
 	mu sync.Mutex
 	// after429 marks methods whose last attempt was rate limited: the next attempt's
@@ -110,6 +114,9 @@ func NewMetrics() *Metrics {
 	m.lastTickEnd = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "slackpoll_last_tick_end_timestamp_seconds", Help: "Unix time the last tick ended.",
 	})
+	m.clockSkew = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "slackpoll_clock_skew_seconds", Help: "Slack's clock minus the local clock, from the Date header of Slack's last answer.",
+	})
 	m.store = &storeCollector{}
 	m.reg.MustRegister(m.calls, m.rateLimited, m.retryWait, m.wait, m.ticks, m.tickDur,
 		m.skipped, m.written, m.threads, m.tailReads, m.lastTickEnd, m.store)
@@ -142,6 +149,14 @@ func (m *Metrics) OnCall(method, outcome string, waited time.Duration) {
 	case "token":
 		m.token = tokenRejected
 	}
+}
+
+// OnClockSkew records Slack's clock minus ours; it has the signature of
+// slackapi.Options.OnClockSkew. The gauge is registered at the first measurement, so
+// that a daemon that never heard from Slack does not claim a skew of 0.
+func (m *Metrics) OnClockSkew(skew time.Duration) {
+	m.clockSkew.Set(skew.Seconds())
+	m.skewOnce.Do(func() { m.reg.MustRegister(m.clockSkew) })
 }
 
 // OnTick records a finished tick; it has the signature of

@@ -62,3 +62,26 @@ func TestDiscoverWithTheClockAheadListsAgainWhenItIsSetBack(t *testing.T) {
 		t.Error("no users.conversations call after the clock was set back a day")
 	}
 }
+
+// With our clock 4 days ahead of Slack's (as the Source measured it), the bulk window
+// is placed by Slack's time: a message posted a minute ago, by Slack's clock, is read.
+// By our clock the window would start a day after it.
+func TestBulkWindowIsPlacedBySlacksTime(t *testing.T) {
+	src := newStub()
+	src.addChannel(ch)
+	recent := msg(ch, ts(60, 0), "U1", "posted a minute ago")
+	src.post(recent)
+	store := openStore(t)
+	clock := &fixedClock{t: epoch.Add(96 * time.Hour)}
+	p := rm.NewPoller(store, src, rm.PollerConfig{Conversations: []string{ch}, Budget: defaultBudget(), Now: clock.Now,
+		ClockSkew: func() time.Duration { return -96 * time.Hour }})
+	mustTick(t, p)
+	if got := getMsg(t, store, ch, recent.TS); got.Text != recent.Text {
+		t.Errorf("message = %+v, want it read: the window must end at Slack's now", got)
+	}
+	for _, c := range src.callsOf(rm.MethodHistory) {
+		if c.hist.Oldest != "" && c.hist.Latest == "" && !c.hist.Oldest.Before(recent.TS) {
+			t.Errorf("head read oldest = %s, after the message %s", c.hist.Oldest, recent.TS)
+		}
+	}
+}

@@ -27,6 +27,8 @@ type Client struct {
 	pacers  map[string]*pacer
 	log     *slog.Logger
 	onCall  func(method, outcome string, waited time.Duration)
+	onSkew  func(time.Duration)
+	skew    skewMeter
 }
 
 var _ readmodel.Source = (*Client)(nil)
@@ -72,6 +74,7 @@ func New(opts Options) (*Client, error) {
 		pacers:  make(map[string]*pacer, len(rates)),
 		log:     log,
 		onCall:  opts.OnCall,
+		onSkew:  opts.OnClockSkew,
 	}
 	for _, m := range Methods {
 		p, err := newPacer(m, rates[m], opts.Pacing, log)
@@ -124,6 +127,9 @@ func (c *Client) call(ctx context.Context, method string, attempt attemptFunc) e
 		}
 		cancel()
 		took := time.Since(start)
+		if skew, ok := c.observeDate(cp); ok && c.onSkew != nil {
+			c.onSkew(skew)
+		}
 		if err == nil {
 			c.log.Debug("slack call", "method", method, "outcome", "ok", "duration", took, "waited", waited, "attempt", n)
 			c.report(method, "ok", waited)

@@ -81,3 +81,40 @@ func TestRetryAfterOfDaysIsCapped(t *testing.T) {
 		}
 	})
 }
+
+// TestClockSkewIsMeasuredFromSlacksDateHeader: Slack's answers carry a Date 4 days
+// behind our clock. The client reports the skew (hook and ClockSkew), and warns once,
+// not on every call.
+func TestClockSkewIsMeasuredFromSlacksDateHeader(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake()
+		f.handle("conversations.history", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Date", time.Now().Add(-96*time.Hour).UTC().Format(http.TimeFormat))
+			writeJSON(w, okPage("1.000001", ""))
+		})
+		var logs syncBuffer
+		var hooked []time.Duration
+		c := newTestClient(t, f, nil, func(o *Options) {
+			o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+			o.OnClockSkew = func(d time.Duration) { hooked = append(hooked, d) }
+		})
+		if got := c.ClockSkew(); got != 0 {
+			t.Errorf("skew before any answer = %v, want 0", got)
+		}
+		for range 3 {
+			if _, err := c.History(bg, historyReq("")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want := -96 * time.Hour
+		if got := c.ClockSkew(); got < want-time.Second || got > want+time.Second {
+			t.Errorf("ClockSkew = %v, want about %v", got, want)
+		}
+		if len(hooked) != 3 || hooked[2] != c.ClockSkew() {
+			t.Errorf("OnClockSkew got %v, want the skew after each of 3 answers", hooked)
+		}
+		if n := strings.Count(logs.String(), "clock differs from Slack"); n != 1 {
+			t.Errorf("%d skew warnings, want 1:\n%s", n, logs.String())
+		}
+	})
+}

@@ -48,6 +48,10 @@ type Options struct {
 	// "transient", "item", "conversation", "token") and the time spent waiting for
 	// pacing and backoff before that attempt. It must be cheap and goroutine-safe.
 	OnCall func(method, outcome string, waited time.Duration)
+	// OnClockSkew, if set, is called after every answer that carries a Date header
+	// with Slack's clock minus ours (see Client.ClockSkew). It must be cheap and
+	// goroutine-safe.
+	OnClockSkew func(skew time.Duration)
 }
 
 // Methods lists the Slack methods the adapter calls, in a fixed order.
