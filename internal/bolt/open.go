@@ -40,7 +40,15 @@ type Options struct {
 // ErrLocked when the lock is held elsewhere, a *SchemaError (ErrSchemaVersion) when the
 // schema version differs, others for a missing directory, a permission problem or a file
 // that is not a slackpoll store.
-func Open(path string, opts Options) (*Store, error) {
+func Open(path string, opts Options) (s *Store, err error) {
+	err = guard(path, func() error {
+		s, err = open(path, opts)
+		return err
+	})
+	return s, err
+}
+
+func open(path string, opts Options) (*Store, error) {
 	timeout := opts.LockTimeout
 	if timeout <= 0 {
 		timeout = DefaultLockTimeout
@@ -71,6 +79,14 @@ func Open(path string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, openError(path, err)
 	}
+	defer func() {
+		// Reading the schema of a damaged file panicked: release the file and its
+		// lock before guard reports it.
+		if p := recover(); p != nil {
+			_ = db.Close()
+			panic(p)
+		}
+	}()
 	s := &Store{db: db, path: path}
 	if opts.ReadOnly {
 		err = db.View(func(btx *bolt.Tx) error { return checkSchema(btx, path) })

@@ -26,14 +26,22 @@ func (s *Store) DB() *bolt.DB { return s.db }
 
 // View runs fn in a read-only transaction. Do not call View or Update from inside fn:
 // bbolt deadlocks on nested transactions in one goroutine.
+// A damaged file fails with an error matching ErrDamaged.
 func (s *Store) View(fn func(readmodel.Tx) error) error {
-	return s.db.View(func(btx *bolt.Tx) error { return fn(newTx(btx, nil)) })
+	return guard(s.path, func() error {
+		return s.db.View(func(btx *bolt.Tx) error { return fn(newTx(btx, nil)) })
+	})
 }
 
 // Update runs fn in a read-write transaction and commits it, with the queued tail
 // index changes and counters fn made, if fn returns nil; otherwise nothing fn wrote is
 // kept.
+// A damaged file fails with an error matching ErrDamaged.
 func (s *Store) Update(fn func(readmodel.Tx) error) error {
+	return guard(s.path, func() error { return s.update(fn) })
+}
+
+func (s *Store) update(fn func(readmodel.Tx) error) error {
 	return s.db.Update(func(btx *bolt.Tx) error {
 		// Inside Update we hold bbolt's writer lock, and the previous write
 		// transaction has finished with the scratch.
@@ -51,3 +59,17 @@ func (s *Store) Update(fn func(readmodel.Tx) error) error {
 
 // Close waits for open transactions to finish, then releases the file and its lock.
 func (s *Store) Close() error { return s.db.Close() }
+
+// Check walks every page of the file (bbolt's consistency check) in a read
+// transaction. A damaged file fails with an error matching ErrDamaged naming the first
+// problem found. Its cost grows with the file: for status, not for every tick.
+func (s *Store) Check() error {
+	return guard(s.path, func() error {
+		return s.db.View(func(btx *bolt.Tx) error {
+			for err := range btx.Check() {
+				return &damagedError{path: s.path, cause: err}
+			}
+			return nil
+		})
+	})
+}
