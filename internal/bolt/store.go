@@ -15,6 +15,7 @@ type Store struct {
 	path string
 	// scratch is reused by the write transactions, which bbolt serializes.
 	scratch scratch
+	bad     badRecords
 }
 
 // Path returns the file path the store was opened with.
@@ -29,7 +30,7 @@ func (s *Store) DB() *bolt.DB { return s.db }
 // A damaged file fails with an error matching ErrDamaged.
 func (s *Store) View(fn func(readmodel.Tx) error) error {
 	return guard(s.path, func() error {
-		return s.db.View(func(btx *bolt.Tx) error { return fn(newTx(btx, nil)) })
+		return s.db.View(func(btx *bolt.Tx) error { return fn(newTx(btx, nil, &s.bad)) })
 	})
 }
 
@@ -42,11 +43,13 @@ func (s *Store) Update(fn func(readmodel.Tx) error) error {
 }
 
 func (s *Store) update(fn func(readmodel.Tx) error) error {
-	return s.db.Update(func(btx *bolt.Tx) error {
+	var healed []string
+	err := s.db.Update(func(btx *bolt.Tx) error {
 		// Inside Update we hold bbolt's writer lock, and the previous write
 		// transaction has finished with the scratch.
 		s.scratch.reset()
-		t := newTx(btx, &s.scratch)
+		t := newTx(btx, &s.scratch, &s.bad)
+		defer func() { healed = t.healed }()
 		if err := fn(t); err != nil {
 			return err
 		}
@@ -55,6 +58,10 @@ func (s *Store) update(fn func(readmodel.Tx) error) error {
 		}
 		return t.flushCounts()
 	})
+	if err == nil {
+		s.bad.heal(healed)
+	}
+	return err
 }
 
 // Close waits for open transactions to finish, then releases the file and its lock.
@@ -63,13 +70,15 @@ func (s *Store) Close() error { return s.db.Close() }
 // Check walks every page of the file (bbolt's consistency check) in a read
 // transaction. A damaged file fails with an error matching ErrDamaged naming the first
 // problem found. Its cost grows with the file: for status, not for every tick.
+// Check then decodes every message, conversation and user record: those that do not
+// decode are listed by Tx.Undecodable from then on.
 func (s *Store) Check() error {
 	return guard(s.path, func() error {
 		return s.db.View(func(btx *bolt.Tx) error {
 			for err := range btx.Check() {
 				return &damagedError{path: s.path, cause: err}
 			}
-			return nil
+			return newTx(btx, nil, &s.bad).decodeAll()
 		})
 	})
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	bbolt "go.etcd.io/bbolt"
+
 	boltstore "github.com/slackpoll/slackpoll/internal/bolt"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 )
@@ -73,4 +75,60 @@ func TestDamagedStoreIsReportedByEveryReadCommand(t *testing.T) {
 			wantContains(t, "stderr", errOut, "store "+path+" is damaged", "restore a backup or move it aside")
 		})
 	}
+}
+
+// spoiledStoreFile writes a store with a conversation and three messages, the middle
+// one's stored value overwritten with bytes no decoder accepts.
+func spoiledStoreFile(t *testing.T) (path string, bad rm.TS) {
+	t.Helper()
+	path = filepath.Join(t.TempDir(), "slackpoll.db")
+	s, err := boltstore.Open(path, boltstore.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.Update(func(tx rm.Tx) error {
+		if err := tx.PutConversation(rm.Conversation{ID: "C0AAAAAAA", Name: "general", Type: rm.TypePublicChannel, Status: rm.StatusOK}); err != nil {
+			return err
+		}
+		for _, ts := range []rm.TS{"1700000001.000000", "1700000002.000000", "1700000003.000000"} {
+			if err := tx.PutMessage(rm.Message{Channel: "C0AAAAAAA", TS: ts, User: "U1", Text: "m " + string(ts)}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad = "1700000002.000000"
+	k := bad.Key()
+	err = s.DB().Update(func(btx *bbolt.Tx) error {
+		return btx.Bucket([]byte("chan")).Bucket([]byte("C0AAAAAAA")).Bucket([]byte("m")).Put(k[:], []byte{2, 0xff, 0xff, 0xff})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path, bad
+}
+
+// One undecodable stored message: export writes everything else, names the record
+// and exits 1; status counts it.
+func TestUndecodableRecordIsSkippedByExportAndCountedByStatus(t *testing.T) {
+	path, bad := spoiledStoreFile(t)
+	cfg := writeConfig(t, cfgOpts{store: path, convs: []string{"C0AAAAAAA"}})
+	code, out, errOut := runCLI(context.Background(), "export", "--config", cfg)
+	if code != ExitRuntime {
+		t.Errorf("export exit %d, want %d; stderr:\n%s", code, ExitRuntime, errOut)
+	}
+	wantContains(t, "export stdout", out, `"kind":"conversation"`, "1700000001.000000", "1700000003.000000")
+	wantContains(t, "export stderr", errOut, "C0AAAAAAA/"+string(bad), "undecodable")
+
+	code, out, errOut = runCLI(context.Background(), "status", "--config", cfg)
+	if code != ExitOK {
+		t.Errorf("status exit %d, want 0; stderr:\n%s", code, errOut)
+	}
+	wantContains(t, "status", out, "undecodable stored records: 1", "C0AAAAAAA/"+string(bad))
 }

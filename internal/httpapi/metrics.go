@@ -38,6 +38,7 @@ import (
 //	slackpoll_watched_rotation_period_seconds              time to re-read every watched message (absent when unknown)
 //	slackpoll_physical_limit_seconds                       least time the rates allow for a full rotation (absent when unknown)
 //	slackpoll_head_age_seconds{channel}                    time since a conversation's last head read, at the last tick's end
+//	slackpoll_undecodable_records                          stored records found undecodable, skipped by every read (scrape time)
 //	slackpoll_clock_skew_seconds                           Slack's clock minus ours, from the Date header of the last answer (absent before one)
 //
 // plus the Go runtime and process collectors as slackpoll_go_* and slackpoll_process_*.

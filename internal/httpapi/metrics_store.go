@@ -28,6 +28,8 @@ var (
 		"Least seconds the configured rates allow for re-reading every tracked message and thread.", nil, nil)
 	descHeadAge = prometheus.NewDesc("slackpoll_head_age_seconds",
 		"Seconds from a conversation's last head read (its new messages) to the end of the last tick.", []string{"channel"}, nil)
+	descUndecodable = prometheus.NewDesc("slackpoll_undecodable_records",
+		"Stored records found undecodable and skipped by every read.", nil, nil)
 )
 
 // storeCollector reads the gauges that describe the store from the status report at
@@ -47,7 +49,7 @@ func (m *Metrics) watch(input func() status.Input, store rm.Store) {
 
 func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descTracked, descNeverPolled, descOldestAge, descRotation, descConversations,
-		descWatched, descWatchedRotation, descPhysicalLimit, descHeadAge} {
+		descWatched, descWatchedRotation, descPhysicalLimit, descHeadAge, descUndecodable} {
 		ch <- d
 	}
 }
@@ -79,6 +81,7 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descRotation, prometheus.GaugeValue, *cv.RotationPeriodSeconds)
 	}
 	ch <- prometheus.MustNewConstMetric(descWatched, prometheus.GaugeValue, float64(cv.Watched))
+	ch <- prometheus.MustNewConstMetric(descUndecodable, prometheus.GaugeValue, float64(len(r.UndecodableRecords)))
 	if cv.WatchedRotationSeconds != nil {
 		ch <- prometheus.MustNewConstMetric(descWatchedRotation, prometheus.GaugeValue, *cv.WatchedRotationSeconds)
 	}

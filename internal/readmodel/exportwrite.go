@@ -3,8 +3,10 @@ package readmodel
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"io"
 	"slices"
+	"strings"
 )
 
 // TxLabeler returns a Labeler reading the users cache of tx: a user's label, or "" when
@@ -85,5 +87,23 @@ func Export(tx Tx, w io.Writer, configured []string) error {
 	if err != nil {
 		return err
 	}
-	return bw.Flush()
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	if bad := tx.Undecodable(); len(bad) > 0 {
+		return &UndecodableError{Records: bad}
+	}
+	return nil
+}
+
+// UndecodableError reports the stored records an export skipped because they could
+// not be decoded (Tx.Undecodable); everything else was exported.
+type UndecodableError struct {
+	Records []string
+}
+
+func (e *UndecodableError) Error() string {
+	return fmt.Sprintf("%d undecodable stored record(s) skipped, everything else exported: %s "+
+		"(a message is read again from Slack by the daemon's next read of it; else restore a backup)",
+		len(e.Records), strings.Join(e.Records, "; "))
 }

@@ -97,6 +97,11 @@ type Tx interface {
 	LastTick() (TickSummary, bool, error)
 	// PutLastTick replaces the summary of the last finished tick.
 	PutLastTick(s TickSummary) error
+
+	// Undecodable lists the stored records reads have found undecodable since the
+	// store was opened ("message C1/1700000000.000100: <error>"), sorted. Reads skip
+	// them, as absent; a committed write of one removes it from the list.
+	Undecodable() []string
 }
 
 // TailEntry is one entry of the tail index: a tracked message and its RotatedAt (nil:

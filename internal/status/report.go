@@ -33,6 +33,10 @@ type Report struct {
 	// NextTickAt is when the next tick starts: the last tick's start plus the interval,
 	// or its end when it overran. nil when no daemon runs or no tick has run yet.
 	NextTickAt *time.Time `json:"next_tick_at"`
+	// UndecodableRecords are the stored records found undecodable (skipped by every
+	// read): "message C1/1700000000.000100: <error>". Read from the store file,
+	// status decodes every record; from the daemon, they are those its reads met.
+	UndecodableRecords []string `json:"undecodable_records"`
 }
 
 // Conversation is one conversation's state: its export fields (README, "Commands" (export)), the
@@ -160,6 +164,7 @@ func Build(tx rm.Tx, in Input) (Report, error) {
 	if ok {
 		r.addTick(sum, in.Interval)
 	}
+	r.UndecodableRecords = append([]string{}, tx.Undecodable()...)
 	return r, nil
 }
 
