@@ -3,6 +3,7 @@ package slackapi
 import (
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"sort"
 	"strings"
@@ -93,8 +94,8 @@ func resolveRates(rates map[string]float64) (map[string]float64, error) {
 		if !known[m] {
 			return nil, fmt.Errorf("slack rates: unknown method %q: want one of %s", m, strings.Join(Methods, ", "))
 		}
-		if !(r > 0) {
-			return nil, fmt.Errorf("slack rates: %s = %v: want requests per minute > 0", m, r)
+		if !(r >= readmodel.MinRatePerMinute) || math.IsInf(r, 0) {
+			return nil, fmt.Errorf("slack rates: %s = %v: want requests per minute, at least %v (one call a day)", m, r, readmodel.MinRatePerMinute)
 		}
 		out[m] = r
 	}
