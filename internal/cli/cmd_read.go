@@ -56,7 +56,7 @@ func cmdTrack(ctx context.Context, c *cmdCtx) error {
 	} else {
 		err = rm.TrackPolled(w.store, cfg.Conversations, ch, ts, c.record)
 	}
-	if errors.Is(err, rm.ErrNotPolled) {
+	if errors.Is(err, rm.ErrNotPolled) || errors.Is(err, rm.ErrBadRecord) {
 		return &exitError{ExitUsage, err}
 	}
 	if err != nil {

@@ -15,11 +15,22 @@ var ErrRecordConflict = errors.New("record key conflict")
 // a message tracked there would never be read.
 var ErrNotPolled = errors.New("conversation not polled")
 
+// ErrBadRecord is returned by Track for a record key that is empty of meaning: longer
+// than MaxRecordKeyLen bytes.
+var ErrBadRecord = errors.New("invalid record key")
+
+// MaxRecordKeyLen bounds a record key (a ticket number, a URL): far above any real
+// one, far below what the store can key.
+const MaxRecordKeyLen = 512
+
+// maxIDLen bounds Slack IDs (conversations are about 11 characters).
+const maxIDLen = 64
+
 // ValidConversationID reports whether id has the shape of a Slack conversation ID: C
 // (channel), G (private channel or group DM) or D (DM), then uppercase letters and
 // digits ("C0123456789").
 func ValidConversationID(id string) bool {
-	if len(id) < 2 || !strings.ContainsRune("CGD", rune(id[0])) {
+	if len(id) < 2 || len(id) > maxIDLen || !strings.ContainsRune("CGD", rune(id[0])) {
 		return false
 	}
 	for i := 1; i < len(id); i++ {
@@ -74,6 +85,9 @@ func Track(s Store, channel string, ts TS, record string) error {
 	}
 	if _, err := ParseTS(string(ts)); err != nil {
 		return fmt.Errorf("track: %w", err)
+	}
+	if len(record) > MaxRecordKeyLen {
+		return fmt.Errorf("%w: %.20q… is longer than %d bytes", ErrBadRecord, record, MaxRecordKeyLen)
 	}
 	return (&writer{store: s}).track(Ref{channel, ts}, record)
 }
