@@ -58,3 +58,21 @@ func (t *tx) PutRecord(key string, ref readmodel.Ref) error {
 	}
 	return nil
 }
+
+// DeleteRecord detaches key; a key not attached is not an error.
+func (t *tx) DeleteRecord(key string) error {
+	if err := t.writable(); err != nil {
+		return err
+	}
+	if err := checkKey("record key", key); err != nil {
+		return err
+	}
+	b, err := t.bucket(bRecords)
+	if err != nil {
+		return err
+	}
+	if err := b.Delete([]byte(key)); err != nil {
+		return fmt.Errorf("store: delete record %q: %w", key, err)
+	}
+	return nil
+}

@@ -32,6 +32,7 @@ Usage:
                                           one message with its thread and resolved names
   slackpoll export [--config F]            the whole read model as JSON Lines on stdout
   slackpoll track  [--config F] [--record KEY] CHANNEL TS
+  slackpoll untrack [--config F] CHANNEL TS  undo track (and free its record key)
   slackpoll demo   [--duration D] [--seed N] runs against a built-in simulated workspace
 
 The config path defaults to $SLACKPOLL_CONFIG, else ./slackpoll.yaml; run and once
@@ -129,6 +130,7 @@ var commands = []command{
 	{name: "track", about: "Track a message (read first on the next tick), optionally under a record key of yours.", args: "CHANNEL TS", nargs: 2, run: cmdTrack, flags: func(fs *pflag.FlagSet, c *cmdCtx) {
 		fs.StringVar(&c.record, "record", "", "attach this record key (an id of yours, e.g. ticket-42)")
 	}},
+	{name: "untrack", about: "Stop tracking a message on request and free its record key; its stored content stays.", args: "CHANNEL TS", nargs: 2, run: cmdUntrack},
 	{name: "demo", about: "Run the daemon against a built-in simulated Slack workspace; no token needed.", run: cmdDemo, flags: func(fs *pflag.FlagSet, c *cmdCtx) {
 		fs.StringVar(&c.duration, "duration", "30s", "how long the simulated workspace changes before the final comparison")
 		fs.Int64Var(&c.seed, "seed", 1, "seed of the generated workspace, its changes and faults")

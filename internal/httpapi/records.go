@@ -98,7 +98,7 @@ func (a *api) track(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, rm.ErrNotPolled), errors.Is(err, rm.ErrBadRecord), !rm.ValidConversationID(req.Channel):
 		writeError(w, http.StatusBadRequest, "%v", err)
 		return
-	case errors.Is(err, rm.ErrRecordConflict):
+	case errors.Is(err, rm.ErrRecordConflict), errors.Is(err, rm.ErrTooManyTracked):
 		writeError(w, http.StatusConflict, "%v", err)
 		return
 	case err != nil:
@@ -106,4 +106,34 @@ func (a *api) track(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a.serveMessage(w, r, rm.Ref{Channel: req.Channel, TS: ts})
+}
+
+// UntrackResponse is the answer of DELETE /v1/tracked/{channel}/{ts}.
+type UntrackResponse struct {
+	Channel string `json:"channel"`
+	TS      string `json:"ts"`
+}
+
+// untrack answers DELETE /v1/tracked/{channel}/{ts}: readmodel.Untrack. 400 for a bad
+// ts, 404 when the message is not tracked.
+func (a *api) untrack(w http.ResponseWriter, r *http.Request) {
+	channel := r.PathValue("channel")
+	ts, err := rm.ParseTS(r.PathValue("ts"))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	if !rm.ValidConversationID(channel) {
+		writeError(w, http.StatusNotFound, "%.80q is not a Slack conversation ID (C…, G… or D…)", channel)
+		return
+	}
+	err = rm.Untrack(a.store, channel, ts)
+	switch {
+	case errors.Is(err, rm.ErrNotTracked):
+		writeError(w, http.StatusNotFound, "%v", err)
+	case err != nil:
+		a.internalError(w, r, err)
+	default:
+		writeJSON(w, http.StatusOK, UntrackResponse{Channel: channel, TS: string(ts)})
+	}
 }

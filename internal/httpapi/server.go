@@ -10,14 +10,17 @@
 //	GET  /v1/records/{key}                        the message line a record key is attached to
 //	GET  /v1/users/{id}                           one user line (to resolve reaction users)
 //	POST /v1/tracked                              {"channel","ts","record"} → the message line
+//	DELETE /v1/tracked/{channel}/{ts}             untrack → {"channel","ts"}
 //	GET  /v1/status                               the status report (internal/status.Report)
 //	GET  /healthz                                 200 while the process serves; no token needed
 //	GET  /readyz                                  200 when the store is open and Ready() is nil
 //	GET  /metrics                                 Prometheus text format, names slackpoll_*
 //
 // Errors are {"error": "…"} with a 4xx/5xx status: 400 bad parameter, 401 missing or
-// wrong bearer token, 404 unknown conversation, message, record, user or route, 405
-// wrong method, 409 record conflict, 500 store failure, 503 not ready.
+// wrong bearer token, 403 a Host header of another name (checkHost), 404 unknown
+// conversation, message, record, user or route, 405 wrong method, 409 record
+// conflict, 415 a POST that is not application/json, 500 store failure, 503 not
+// ready.
 package httpapi
 
 import (
@@ -52,6 +55,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock of the status report and the store gauges; nil is time.Now.
 	Now func() time.Time
+	// Listen is http.listen: besides loopback names and IP addresses, requests
+	// may name its host in their Host header (checkHost).
+	Listen string
 }
 
 // api holds the handlers' dependencies.
@@ -90,13 +96,16 @@ func New(opts Options) http.Handler {
 	mux.HandleFunc("GET /v1/records/{key}", a.record)
 	mux.HandleFunc("GET /v1/users/{id}", a.user)
 	mux.HandleFunc("POST /v1/tracked", a.track)
+	mux.HandleFunc("DELETE /v1/tracked/{channel}/{ts}", a.untrack)
 	mux.HandleFunc("GET /v1/status", a.status)
 	mux.HandleFunc("GET /healthz", healthz)
 	mux.HandleFunc("GET /readyz", a.readyz)
 	mux.Handle("GET /metrics", m.handler())
 
 	var h http.Handler = mux
+	h = requireJSON(h)
 	h = requireToken(opts.Token, h, "/healthz")
+	h = checkHost(opts.Listen, h)
 	h = jsonErrors(h)
 	h = logRequests(a.log, h)
 	return h

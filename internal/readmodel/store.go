@@ -74,6 +74,8 @@ type Tx interface {
 	Record(key string) (Ref, bool, error)
 	// PutRecord attaches a record key to a message.
 	PutRecord(key string, ref Ref) error
+	// DeleteRecord detaches a record key (no error when it is not attached).
+	DeleteRecord(key string) error
 
 	// Watched calls fn for every watched message (record-keyed, or tracked on
 	// request), by channel then ts. Returning ErrStopIteration ends the walk.
