@@ -69,10 +69,23 @@ func open(path string, opts Options) (*Store, error) {
 			return nil, fmt.Errorf("store %s is readable by other users and cannot be made private (chmod 600 it): %w", path, err)
 		}
 	}
+	var opened os.FileInfo
 	db, err := bolt.Open(path, 0o600, &bolt.Options{
 		Timeout:  timeout,
 		ReadOnly: opts.ReadOnly,
 		NoSync:   opts.NoSync,
+		// The identity of the file bbolt opens, whatever the path names later.
+		OpenFile: func(name string, flag int, mode os.FileMode) (*os.File, error) {
+			f, err := os.OpenFile(name, flag, mode)
+			if err == nil {
+				opened, err = f.Stat()
+				if err != nil {
+					_ = f.Close()
+					return nil, err
+				}
+			}
+			return f, err
+		},
 		// The hashmap freelist keeps commits cheap as the file grows large.
 		FreelistType: bolt.FreelistMapType,
 	})
@@ -87,7 +100,7 @@ func open(path string, opts Options) (*Store, error) {
 			panic(p)
 		}
 	}()
-	s := &Store{db: db, path: path}
+	s := &Store{db: db, path: path, opened: opened}
 	if opts.ReadOnly {
 		err = db.View(func(btx *bolt.Tx) error { return checkSchema(btx, path) })
 	} else {

@@ -1,6 +1,8 @@
 package boltstore
 
 import (
+	"os"
+
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/slackpoll/slackpoll/internal/readmodel"
@@ -16,6 +18,8 @@ type Store struct {
 	// scratch is reused by the write transactions, which bbolt serializes.
 	scratch scratch
 	bad     badRecords
+	// opened is the file bbolt opened, to notice it deleted or replaced under us.
+	opened os.FileInfo
 }
 
 // Path returns the file path the store was opened with.
@@ -29,6 +33,9 @@ func (s *Store) DB() *bolt.DB { return s.db }
 // bbolt deadlocks on nested transactions in one goroutine.
 // A damaged file fails with an error matching ErrDamaged.
 func (s *Store) View(fn func(readmodel.Tx) error) error {
+	if err := s.checkIdentity(); err != nil {
+		return err
+	}
 	return guard(s.path, func() error {
 		return s.db.View(func(btx *bolt.Tx) error { return fn(newTx(btx, nil, &s.bad)) })
 	})
@@ -39,6 +46,9 @@ func (s *Store) View(fn func(readmodel.Tx) error) error {
 // kept.
 // A damaged file fails with an error matching ErrDamaged.
 func (s *Store) Update(fn func(readmodel.Tx) error) error {
+	if err := s.checkIdentity(); err != nil {
+		return err
+	}
 	return guard(s.path, func() error { return s.update(fn) })
 }
 
