@@ -83,7 +83,12 @@ func Export(tx Tx, w io.Writer, configured []string) error {
 			return err
 		}
 	}
-	err = tx.Users(func(u User) error { return enc.Encode(NewUserLine(&u)) })
+	err = tx.Users(func(u User) error {
+		if IsBotID(u.ID) {
+			return nil // looked up by an older version; a bot ID is not a user
+		}
+		return enc.Encode(NewUserLine(&u))
+	})
 	if err != nil {
 		return err
 	}

@@ -27,6 +27,10 @@ type keptMessage struct {
 	BotProfile  *struct {
 		Name string `json:"name"`
 	} `json:"bot_profile"`
+	// Only the author of a file_comment (see author); its other fields are not kept.
+	Comment *struct {
+		User string `json:"user"`
+	} `json:"comment"`
 }
 
 // decodeKept decodes raw into a slack.Message carrying only the kept fields, for
@@ -51,6 +55,9 @@ func decodeKept(raw json.RawMessage) (slack.Message, error) {
 	m.Reactions = k.Reactions
 	if k.BotProfile != nil {
 		m.BotProfile = &slack.BotProfile{Name: k.BotProfile.Name}
+	}
+	if k.Comment != nil {
+		m.Comment = &slack.Comment{User: k.Comment.User}
 	}
 	return m, nil
 }

@@ -132,3 +132,29 @@ func TestReactionsGetMessageSlackGoCannotDecodeKeepsItsFields(t *testing.T) {
 		}
 	})
 }
+
+// A file_comment message's author is only in comment.user (Slack's older shape): it
+// is the message's user, so the message has an author and a label.
+func TestFileCommentAuthorIsTheCommentsUser(t *testing.T) {
+	for name, extra := range map[string]string{"slack-go decodes it": ``, "slack-go fails on it": `,"display_as_bot":"false"`} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f := newFake()
+				f.handle(readmodel.MethodHistory, func(w http.ResponseWriter, r *http.Request) {
+					writeJSON(w, `{"ok":true,"messages":[{"type":"message","subtype":"file_comment","ts":"1433316360.000009",`+
+						`"text":"<@U2147483697|tester> commented on a file: another comment",`+
+						`"comment":{"id":"xyz","created":1433316360,"timestamp":1433316360,"user":"U2147483697","comment":"another comment"}`+extra+`}],`+
+						`"response_metadata":{"next_cursor":""}}`)
+				})
+				c := newTestClient(t, f, nil)
+				page, err := c.History(bg, historyReq(""))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(page.Messages) != 1 || page.Messages[0].User != "U2147483697" {
+					t.Errorf("page = %+v, want the message with user U2147483697", page)
+				}
+			})
+		})
+	}
+}
