@@ -2,6 +2,7 @@ package boltstore
 
 import (
 	"os"
+	"strings"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -86,7 +87,8 @@ func (s *Store) Check() error {
 	return guard(s.path, func() error {
 		return s.db.View(func(btx *bolt.Tx) error {
 			for err := range btx.Check() {
-				return &damagedError{path: s.path, cause: err}
+				// bbolt's check reports what its assertions hit as "panic: …".
+				return &damagedError{path: s.path, cause: strings.TrimPrefix(err.Error(), "panic: ")}
 			}
 			return newTx(btx, nil, &s.bad).decodeAll()
 		})
