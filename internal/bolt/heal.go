@@ -69,7 +69,7 @@ func (t *tx) decodeAll() error {
 		c := cb.msgs.Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
 			if _, err := decodeMessage(string(ch), v); err != nil {
-				t.bad.add(messageName(string(ch), k), err)
+				t.addMessage(string(ch), k, err)
 			}
 		}
 		return nil

@@ -23,7 +23,7 @@ func (t *tx) Message(channel string, ts readmodel.TS) (readmodel.Message, bool, 
 	}
 	m, err := decodeMessage(channel, v)
 	if err != nil {
-		t.bad.add(messageName(channel, k[:]), err)
+		t.addMessage(channel, k[:], err)
 		return readmodel.Message{}, false, nil
 	}
 	return m, true, nil
@@ -74,7 +74,6 @@ func (t *tx) PutMessage(m readmodel.Message) error {
 	if v := cb.get(k); v != nil {
 		had = true
 		if old, err = readHeader(v); err != nil {
-			t.healed = append(t.healed, messageName(m.Channel, k))
 			if err := t.forgetIndexes(cb, t.delta(m.Channel), m.Channel, k); err != nil {
 				return err
 			}
@@ -214,7 +213,7 @@ func (t *tx) Replies(channel string, threadTS readmodel.TS) ([]readmodel.Message
 		}
 		m, err := decodeMessage(channel, v)
 		if err != nil {
-			t.bad.add(messageName(channel, rk), err)
+			t.addMessage(channel, rk, err)
 			continue
 		}
 		out = append(out, m)
@@ -249,7 +248,7 @@ func (t *tx) TimelineBefore(channel string, latest readmodel.TS, n int) ([]readm
 		}
 		m, err := decodeMessage(channel, v)
 		if err != nil {
-			t.bad.add(messageName(channel, k), err)
+			t.addMessage(channel, k, err)
 			continue
 		}
 		out = append(out, m)
@@ -294,7 +293,7 @@ func (t *tx) Timeline(channel string, oldest, latest readmodel.TS, fn func(readm
 		}
 		m, err := decodeMessage(channel, v)
 		if err != nil {
-			t.bad.add(messageName(channel, k), err)
+			t.addMessage(channel, k, err)
 			continue
 		}
 		if err := fn(m); err != nil {

@@ -54,13 +54,11 @@ func (s *Store) Update(fn func(readmodel.Tx) error) error {
 }
 
 func (s *Store) update(fn func(readmodel.Tx) error) error {
-	var healed []string
-	err := s.db.Update(func(btx *bolt.Tx) error {
+	return s.db.Update(func(btx *bolt.Tx) error {
 		// Inside Update we hold bbolt's writer lock, and the previous write
 		// transaction has finished with the scratch.
 		s.scratch.reset()
 		t := newTx(btx, &s.scratch, &s.bad)
-		defer func() { healed = t.healed }()
 		if err := fn(t); err != nil {
 			return err
 		}
@@ -69,10 +67,6 @@ func (s *Store) update(fn func(readmodel.Tx) error) error {
 		}
 		return t.flushCounts()
 	})
-	if err == nil {
-		s.bad.heal(healed)
-	}
-	return err
 }
 
 // Close waits for open transactions to finish, then releases the file and its lock.

@@ -45,10 +45,8 @@ type tx struct {
 	// lastDelta caches deltas[lastDeltaChan]: a page writes one channel.
 	lastDeltaChan string
 	lastDelta     *counts
-	// bad is the store's set of undecodable records; healed are those this
-	// transaction replaced, forgotten once it commits.
-	bad    *badRecords
-	healed []string
+	// bad is the store's set of undecodable records.
+	bad *badRecords
 	*scratch
 }
 

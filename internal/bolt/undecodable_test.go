@@ -124,3 +124,45 @@ func TestUndecodableReplyRewrittenLeavesItsOldThread(t *testing.T) {
 		return nil
 	})
 }
+
+// Concurrent readers meet and report an undecodable record while a writer heals it:
+// the set of bad records is shared by every transaction (run under -race in CI).
+func TestUndecodableRecordsUnderConcurrentReadsAndAHeal(t *testing.T) {
+	s := openTemp(t)
+	putAll(t, s, msg("1700000001.000000"), msg("1700000002.000000"))
+	spoil(t, s, "1700000002.000000")
+	done := make(chan struct{})
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() {
+			for {
+				select {
+				case <-done:
+					errs <- nil
+					return
+				default:
+				}
+				if err := s.View(func(tx readmodel.Tx) error {
+					_ = tx.Undecodable()
+					return tx.Timeline("C1", "", "", func(readmodel.Message) error { return nil })
+				}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	putAll(t, s, msg("1700000002.000000"))
+	close(done)
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	view(t, s, func(tx readmodel.Tx) error {
+		if u := tx.Undecodable(); len(u) != 0 {
+			t.Errorf("Undecodable after the heal = %q", u)
+		}
+		return nil
+	})
+}
