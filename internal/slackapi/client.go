@@ -81,7 +81,7 @@ func New(opts Options) (*Client, error) {
 		onSkew:  opts.OnClockSkew,
 	}
 	for _, m := range Methods {
-		p, err := newPacer(m, rates[m], opts.Pacing, log)
+		p, err := newPacer(m, rates[m], opts.Pacing, log, c.slackSkew)
 		if err != nil {
 			return nil, err
 		}

@@ -15,6 +15,7 @@ import (
 type skewMeter struct {
 	mu     sync.Mutex
 	skew   time.Duration
+	known  bool // an answer carried a usable Date
 	warned bool
 }
 
@@ -33,7 +34,7 @@ func (c *Client) observeDate(cp *capture) (time.Duration, bool) {
 	m := &c.skew
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.skew = skew
+	m.skew, m.known = skew, true
 	over := skew > readmodel.ClockSkewTolerance || skew < -readmodel.ClockSkewTolerance
 	switch {
 	case over && !m.warned:
@@ -55,4 +56,11 @@ func (c *Client) ClockSkew() time.Duration {
 	c.skew.mu.Lock()
 	defer c.skew.mu.Unlock()
 	return c.skew.skew
+}
+
+// slackSkew is ClockSkew and whether an answer has told it yet.
+func (c *Client) slackSkew() (time.Duration, bool) {
+	c.skew.mu.Lock()
+	defer c.skew.mu.Unlock()
+	return c.skew.skew, c.skew.known
 }

@@ -118,3 +118,39 @@ func TestClockSkewIsMeasuredFromSlacksDateHeader(t *testing.T) {
 		}
 	})
 }
+
+// TestRestartAfterTheClockMovedForwardDoesNotCallEarly: the previous run called
+// conversations.history 10 s ago by Slack's clock; our clock has since moved an hour
+// ahead. By our clock the last call looks an hour old; by Slack's, the next call is
+// due in 50 s, and that is when it is made.
+func TestRestartAfterTheClockMovedForwardDoesNotCallEarly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake()
+		slackNow := func() time.Time { return time.Now().Add(-time.Hour) } // we are an hour ahead
+		date := func(w http.ResponseWriter) { w.Header().Set("Date", slackNow().UTC().Format(http.TimeFormat)) }
+		f.handle("auth.test", func(w http.ResponseWriter, r *http.Request) {
+			date(w)
+			writeJSON(w, `{"ok":true,"team_id":"T1","user_id":"U1","bot_id":"B1"}`)
+		})
+		f.handle("conversations.history", func(w http.ResponseWriter, r *http.Request) {
+			date(w)
+			writeJSON(w, okPage("1.000001", ""))
+		})
+		store := newMemPacing()
+		start := time.Now()
+		_ = store.SaveMethodState(readmodel.MethodHistory, readmodel.MethodState{
+			LastCall:      start.Add(-time.Hour - 10*time.Second), // written when our clock was right
+			SlackLastCall: slackNow().Add(-10 * time.Second),
+		})
+		c := newTestClient(t, f, map[string]float64{readmodel.MethodHistory: 1}, func(o *Options) { o.Pacing = store })
+		if _, err := c.AuthTest(bg); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.History(bg, historyReq("")); err != nil {
+			t.Fatal(err)
+		}
+		if waited := f.requests("conversations.history")[0].at.Sub(start); waited < 50*time.Second-time.Second {
+			t.Errorf("called %v after the restart, want about 50 s: one spacing after the last call by Slack's clock", waited)
+		}
+	})
+}
