@@ -22,15 +22,38 @@ func (t *tx) Record(key string) (readmodel.Ref, bool, error) {
 	if v == nil {
 		return readmodel.Ref{}, false, nil
 	}
+	ref, err := decodeRef(v)
+	if err != nil {
+		// Read as absent, and reported (Tx.Undecodable): tracking the key again
+		// replaces it.
+		t.bad.add(fmt.Sprintf("records/%s", key), err, func(t *tx) bool {
+			b := t.btx.Bucket(bRecords)
+			if b == nil {
+				return false
+			}
+			v := b.Get([]byte(key))
+			if v == nil {
+				return false
+			}
+			_, err := decodeRef(v)
+			return err != nil
+		})
+		return readmodel.Ref{}, false, nil
+	}
+	return ref, true, nil
+}
+
+// decodeRef decodes a record value.
+func decodeRef(v []byte) (readmodel.Ref, error) {
 	r := reader{s: string(v)}
 	if f := r.byte(); r.err == nil && f != formatRef1 {
-		return readmodel.Ref{}, false, decodeError("records", []byte(key), fmt.Errorf("unknown record format %d", f))
+		return readmodel.Ref{}, fmt.Errorf("unknown record format %d", f)
 	}
 	ref := readmodel.Ref{Channel: r.string(), TS: readmodel.TS(r.string())}
 	if err := r.end(); err != nil {
-		return readmodel.Ref{}, false, decodeError("records", []byte(key), err)
+		return readmodel.Ref{}, err
 	}
-	return ref, true, nil
+	return ref, nil
 }
 
 // PutRecord attaches key to ref, replacing any earlier attachment. Whether a different

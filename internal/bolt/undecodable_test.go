@@ -166,3 +166,29 @@ func TestUndecodableRecordsUnderConcurrentReadsAndAHeal(t *testing.T) {
 		return nil
 	})
 }
+
+// An undecodable record-key value reads as absent and is reported; tracking the key
+// again replaces it.
+func TestUndecodableRecordKeyIsSkippedAndReported(t *testing.T) {
+	s := openTemp(t)
+	update(t, s, func(tx readmodel.Tx) error { return tx.PutRecord("ticket-1", readmodel.Ref{Channel: "C1", TS: "1700000001.000000"}) })
+	if err := s.DB().Update(func(btx *bolt.Tx) error { return btx.Bucket(bRecords).Put([]byte("ticket-1"), []byte{9, 9}) }); err != nil {
+		t.Fatal(err)
+	}
+	view(t, s, func(tx readmodel.Tx) error {
+		if _, ok, err := tx.Record("ticket-1"); ok || err != nil {
+			t.Errorf("Record = ok %v, err %v; want absent", ok, err)
+		}
+		if u := tx.Undecodable(); len(u) != 1 || !strings.Contains(u[0], "records/ticket-1") {
+			t.Errorf("Undecodable = %q", u)
+		}
+		return nil
+	})
+	update(t, s, func(tx readmodel.Tx) error { return tx.PutRecord("ticket-1", readmodel.Ref{Channel: "C1", TS: "1700000001.000000"}) })
+	view(t, s, func(tx readmodel.Tx) error {
+		if u := tx.Undecodable(); len(u) != 0 {
+			t.Errorf("Undecodable after the rewrite = %q", u)
+		}
+		return nil
+	})
+}
