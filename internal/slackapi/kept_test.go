@@ -107,6 +107,7 @@ func TestRealDataEveryMessageWithATSDecodes(t *testing.T) {
 			total += len(page.Messages)
 		})
 	}
+	t.Logf("%d messages kept", total)
 	if total < 1000 {
 		t.Errorf("%d messages kept, want all ~1,041", total)
 	}
