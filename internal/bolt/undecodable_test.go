@@ -171,7 +171,9 @@ func TestUndecodableRecordsUnderConcurrentReadsAndAHeal(t *testing.T) {
 // again replaces it.
 func TestUndecodableRecordKeyIsSkippedAndReported(t *testing.T) {
 	s := openTemp(t)
-	update(t, s, func(tx readmodel.Tx) error { return tx.PutRecord("ticket-1", readmodel.Ref{Channel: "C1", TS: "1700000001.000000"}) })
+	update(t, s, func(tx readmodel.Tx) error {
+		return tx.PutRecord("ticket-1", readmodel.Ref{Channel: "C1", TS: "1700000001.000000"})
+	})
 	if err := s.DB().Update(func(btx *bolt.Tx) error { return btx.Bucket(bRecords).Put([]byte("ticket-1"), []byte{9, 9}) }); err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +186,9 @@ func TestUndecodableRecordKeyIsSkippedAndReported(t *testing.T) {
 		}
 		return nil
 	})
-	update(t, s, func(tx readmodel.Tx) error { return tx.PutRecord("ticket-1", readmodel.Ref{Channel: "C1", TS: "1700000001.000000"}) })
+	update(t, s, func(tx readmodel.Tx) error {
+		return tx.PutRecord("ticket-1", readmodel.Ref{Channel: "C1", TS: "1700000001.000000"})
+	})
 	view(t, s, func(tx readmodel.Tx) error {
 		if u := tx.Undecodable(); len(u) != 0 {
 			t.Errorf("Undecodable after the rewrite = %q", u)
