@@ -85,3 +85,31 @@ func TestBulkWindowIsPlacedBySlacksTime(t *testing.T) {
 		}
 	}
 }
+
+// The tracking horizon is measured by Slack's time too: with our clock 4 days ahead, a
+// message 4 days old (past the 72h bulk window: the tail reads it) is not retired by a
+// 5-day horizon.
+func TestHorizonIsMeasuredBySlacksTime(t *testing.T) {
+	src := newStub()
+	src.addChannel(ch)
+	m := msg(ch, ts(4*24*3600, 0), "U1", "four days old")
+	src.post(m)
+	store := openStore(t)
+	if err := rm.Track(store, ch, m.TS, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Update(func(tx rm.Tx) error { return tx.DeleteWatched(rm.Ref{Channel: ch, TS: m.TS}) }); err != nil {
+		t.Fatal(err)
+	}
+	clock := &fixedClock{t: epoch.Add(96 * time.Hour)}
+	p := rm.NewPoller(store, src, rm.PollerConfig{Conversations: []string{ch}, Budget: defaultBudget(), Now: clock.Now,
+		Tracking:  rm.TrackingPolicy{Horizon: 120 * time.Hour},
+		ClockSkew: func() time.Duration { return -96 * time.Hour }})
+	for range 3 {
+		mustTick(t, p)
+		clock.Advance(time.Minute)
+	}
+	if got := getMsg(t, store, ch, m.TS); got.Retired {
+		t.Errorf("a message 4 days old by Slack's clock was retired by a 5-day horizon: %+v", got)
+	}
+}
