@@ -19,7 +19,7 @@ type skewMeter struct {
 	warned bool
 }
 
-// observe records the skew of one captured answer and returns it, with ok false when
+// observeDate records the skew of one captured answer and returns it, with ok false when
 // the answer had no usable Date. It logs a warning when the skew first exceeds
 // readmodel.ClockSkewTolerance, and once more when it is back within.
 func (c *Client) observeDate(cp *capture) (time.Duration, bool) {
