@@ -23,16 +23,18 @@ func decode(c *Config, file string, data []byte, lookup func(string) (string, bo
 		return nil // empty file: all defaults
 	}
 	root := doc.Content[0]
-	expandNode(root, lookup)
-	w := &walker{file: file, lines: lines}
+	emptied := map[*yaml.Node]string{}
+	expandNode(root, lookup, emptied)
+	w := &walker{file: file, lines: lines, emptied: emptied}
 	w.structure(reflect.ValueOf(c).Elem(), root, "")
 	return errors.Join(w.errs...)
 }
 
 // expandNode expands ${VAR} in every scalar value under n (not in keys). A
 // plain scalar that changed is re-resolved from its new text, as if written
-// so, except that an empty result is the empty string (not null).
-func expandNode(n *yaml.Node, lookup func(string) (string, bool)) {
+// so, except that an empty result is the empty string (not null). Scalars that
+// expanded to "" are recorded in emptied with their text as written.
+func expandNode(n *yaml.Node, lookup func(string) (string, bool), emptied map[*yaml.Node]string) {
 	switch n.Kind {
 	case yaml.ScalarNode:
 		if !strings.Contains(n.Value, "${") {
@@ -41,6 +43,9 @@ func expandNode(n *yaml.Node, lookup func(string) (string, bool)) {
 		v := expandVars(n.Value, lookup)
 		if v == n.Value {
 			return
+		}
+		if v == "" {
+			emptied[n] = n.Value
 		}
 		n.Value = v
 		const explicit = yaml.TaggedStyle | yaml.SingleQuotedStyle | yaml.DoubleQuotedStyle | yaml.LiteralStyle | yaml.FoldedStyle
@@ -53,19 +58,20 @@ func expandNode(n *yaml.Node, lookup func(string) (string, bool)) {
 		}
 	case yaml.MappingNode:
 		for i := 1; i < len(n.Content); i += 2 {
-			expandNode(n.Content[i], lookup)
+			expandNode(n.Content[i], lookup, emptied)
 		}
 	case yaml.SequenceNode, yaml.DocumentNode:
 		for _, c := range n.Content {
-			expandNode(c, lookup)
+			expandNode(c, lookup, emptied)
 		}
 	}
 }
 
 type walker struct {
-	file  string
-	lines map[string]int
-	errs  []error
+	file    string
+	lines   map[string]int
+	errs    []error
+	emptied map[*yaml.Node]string // scalars that ${VAR} expansion left empty
 }
 
 func (w *walker) fail(line int, key, format string, args ...any) {
@@ -203,6 +209,9 @@ func (w *walker) leaf(ptr reflect.Value, n *yaml.Node, key string) bool {
 		w.fail(n.Line, key, "want %s, not %s", expect(t, key), describe(n))
 		return false
 	}
+	if t == secretType {
+		return w.secret(ptr, n, key)
+	}
 	if k := t.Kind(); k >= reflect.Int && k <= reflect.Int64 && t != durationType && n.ShortTag() != "!!int" {
 		// yaml.v3 would truncate 1.5 to 1.
 		w.fail(n.Line, key, "%q is not %s", n.Value, expect(t, key))
@@ -220,7 +229,28 @@ func (w *walker) leaf(ptr reflect.Value, n *yaml.Node, key string) bool {
 	return true
 }
 
-var durationType = reflect.TypeFor[Duration]()
+var (
+	durationType = reflect.TypeFor[Duration]()
+	secretType   = reflect.TypeFor[Secret]()
+)
+
+// secret decodes a token key. Its errors never show the value: yaml's own
+// messages quote it ("cannot decode !!str `xoxb-…` as a !!int"). http.token
+// written as ${VAR} that expanded to "" is an error, not "no authentication":
+// an unset variable must not open the read API.
+func (w *walker) secret(ptr reflect.Value, n *yaml.Node, key string) bool {
+	// A plain 12345 is a token too; only an explicit tag other than !!str is refused.
+	if tag := n.ShortTag(); n.Style&yaml.TaggedStyle != 0 && tag != "!!str" {
+		w.fail(n.Line, key, "want a string, not a value tagged %s (quote the token, or remove the tag)", tag)
+		return false
+	}
+	if written, ok := w.emptied[n]; ok && key == "http.token" {
+		w.fail(n.Line, key, "%s expanded to an empty value: set the variable, or remove http.token to serve the read API without authentication", written)
+		return false
+	}
+	ptr.Elem().SetString(n.Value)
+	return true
+}
 
 // expect describes what a value of type t at key must look like.
 func expect(t reflect.Type, key string) string {

@@ -2,6 +2,8 @@ package config
 
 import (
 	"errors"
+	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"regexp"
@@ -35,7 +37,7 @@ func LoadEnvOrDefault(flagPath string) (path string) {
 // ErrInvalid; several problems are reported together (errors.Join of
 // *Error). Load does not require a token: see RequireToken.
 func Load(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := readLimited(path)
 	if err != nil {
 		msg := err.Error()
 		var pe *fs.PathError
@@ -49,6 +51,28 @@ func Load(path string) (*Config, error) {
 		return nil, &Error{File: path, Msg: msg, Err: err}
 	}
 	return parse(path, data, os.LookupEnv)
+}
+
+// MaxFileSize bounds the config file: a real one is a few KB; a huge file (a wrong
+// path to a log or a database) would be read whole into memory before YAML
+// rejects it.
+const MaxFileSize = 1 << 20
+
+// readLimited reads the file at path, failing for one larger than MaxFileSize.
+func readLimited(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Close() }() // read-only
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxFileSize {
+		return nil, fmt.Errorf("file is larger than %d bytes: is this the config file?", MaxFileSize)
+	}
+	return data, nil
 }
 
 // parse decodes data on top of the defaults and validates the result.

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/slackpoll/slackpoll/internal/readmodel"
@@ -19,6 +20,9 @@ var (
 	LogLevels  = []string{"debug", "info", "warn", "error"}
 	LogFormats = []string{"text", "json"}
 )
+
+// MinTickInterval is the least tick.interval allowed.
+const MinTickInterval = Duration(time.Second)
 
 // Validate checks every value and reports all problems at once
 // (errors.Join of *Error, each matching ErrInvalid). It also normalizes:
@@ -34,7 +38,9 @@ func (c *Config) Validate() error {
 	if c.Discover != "" && c.Discover != DiscoverMember {
 		v.fail("discover", "%q is not allowed: want \"\" (only the listed conversations) or %q", c.Discover, DiscoverMember)
 	}
-	v.positive("tick.interval", c.Tick.Interval, "1m")
+	if c.Tick.Interval < MinTickInterval {
+		v.fail("tick.interval", "%s is not allowed: want at least %s (e.g. 1m); a shorter interval only spins", c.Tick.Interval, MinTickInterval)
+	}
 	v.positive("tick.soft_deadline", c.Tick.SoftDeadline, "4m")
 	v.count("budget.history_calls", c.Budget.HistoryCalls)
 	v.count("budget.replies_calls", c.Budget.RepliesCalls)
@@ -102,8 +108,8 @@ func (v *validator) slack() {
 		switch {
 		case !slices.Contains(methods, m):
 			v.failAt(key, "slack.rates", "unknown method %q in slack.rates (allowed: %s)", m, strings.Join(methods, ", "))
-		case !(r > 0) || math.IsInf(r, 0):
-			v.fail(key, "rate %v is not allowed: want requests per minute, a number > 0 (e.g. 1, or 0.5 for one call every 2 minutes)", r)
+		case !(r >= readmodel.MinRatePerMinute) || math.IsInf(r, 0):
+			v.fail(key, "rate %v is not allowed: want requests per minute, at least %.6f (one call a day), e.g. 1, or 0.5 for one call every 2 minutes", r, readmodel.MinRatePerMinute)
 		}
 	}
 	v.positive("slack.request_timeout", s.RequestTimeout, "30s")
@@ -125,6 +131,10 @@ func (v *validator) apiURL() {
 	u, err := url.Parse(s.APIURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
 		v.fail("slack.api_url", "%q is not an http:// or https:// base URL without query: want e.g. https://slack.com/api/", s.APIURL)
+		return
+	}
+	if u.Scheme == "http" && !loopbackHost(u.Hostname()) {
+		v.fail("slack.api_url", "%q would send the token unencrypted: want https://, or http:// only to localhost or a loopback address (a test server)", s.APIURL)
 		return
 	}
 	if !strings.HasSuffix(s.APIURL, "/") {
@@ -178,6 +188,15 @@ func (v *validator) listen() {
 	if err != nil {
 		v.fail("http.listen", "%q is not host:port with a port number: want e.g. 127.0.0.1:8089 or :8089, or \"\" for no HTTP server", l)
 	}
+}
+
+// loopbackHost reports whether host is localhost or a loopback IP.
+func loopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // secret rejects whitespace in a secret without showing the value.

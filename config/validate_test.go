@@ -34,7 +34,7 @@ func TestValidationErrors(t *testing.T) {
 		{"unknown method", "slack:\n  rates:\n    conversations.list: 20\n", "slack.rates",
 			[]string{`line 3: unknown method "conversations.list" in slack.rates (allowed: auth.test, conversations.history, conversations.replies, conversations.info, users.info, users.conversations, reactions.get)`}},
 		{"zero rate", "slack: {rates: {conversations.history: 0}}\n", "slack.rates.conversations.history",
-			[]string{`slack.rates.conversations.history: rate 0 is not allowed: want requests per minute, a number > 0`}},
+			[]string{`slack.rates.conversations.history: rate 0 is not allowed: want requests per minute, at least`}},
 		{"negative rate", "slack:\n  rates:\n    users.info: -5\n", "slack.rates.users.info", []string{`line 3: slack.rates.users.info: rate -5 is not allowed`}},
 		{"infinite rate", "slack: {rates: {users.info: .inf}}\n", "slack.rates.users.info", []string{`rate +Inf is not allowed`}},
 		{"rate not a number", "slack: {rates: {users.info: fast}}\n", "slack.rates.users.info", []string{`slack.rates.users.info: "fast" is not a number`}},
@@ -127,11 +127,11 @@ log: {level: debug, format: json}
 
 func TestAPIURLTrailingSlash(t *testing.T) {
 	for in, want := range map[string]string{
-		"https://slack.com/api/":       "https://slack.com/api/",
-		"https://slack.com/api":        "https://slack.com/api/",
-		"http://127.0.0.1:8080/api":    "http://127.0.0.1:8080/api/",
-		"http://127.0.0.1:8080":        "http://127.0.0.1:8080/",
-		"http://fake.test/slack/api//": "http://fake.test/slack/api//",
+		"https://slack.com/api/":            "https://slack.com/api/",
+		"https://slack.com/api":             "https://slack.com/api/",
+		"http://127.0.0.1:8080/api":         "http://127.0.0.1:8080/api/",
+		"http://127.0.0.1:8080":             "http://127.0.0.1:8080/",
+		"http://127.0.0.1:8080/slack/api//": "http://127.0.0.1:8080/slack/api//",
 	} {
 		c := mustLoad(t, "slack:\n  api_url: '"+in+"'\n")
 		if c.Slack.APIURL != want {
@@ -139,8 +139,8 @@ func TestAPIURLTrailingSlash(t *testing.T) {
 		}
 	}
 	c := documented()
-	c.Slack.APIURL = "http://x"
-	if err := c.Validate(); err != nil || c.Slack.APIURL != "http://x/" {
+	c.Slack.APIURL = "http://localhost"
+	if err := c.Validate(); err != nil || c.Slack.APIURL != "http://localhost/" {
 		t.Errorf("Validate on a built Config: %v, %q", err, c.Slack.APIURL)
 	}
 }

@@ -107,6 +107,14 @@ func TestBadConfigs(t *testing.T) {
 		{"missing token for once", "once", "slack:\n  token: ${SLACK_BOT_TOKEN}\n", cli.ExitUsage, []string{"slack.token", "SLACK_BOT_TOKEN"}},
 		{"api_url without a scheme", "once", "slack:\n  token: xoxb-1\n  api_url: slack.com/api/\n", cli.ExitUsage, []string{"slack.api_url"}},
 		{"not YAML", "once", "conversations: [C1, \n", cli.ExitUsage, []string{"slackpoll.yaml"}},
+		{"http.token empty after ${VAR} expansion", "status", "http:\n  listen: 127.0.0.1:0\n  token: ${SLACKPOLL_TEST_UNSET_HTTP_TOKEN}\n", cli.ExitUsage,
+			[]string{"http.token", "SLACKPOLL_TEST_UNSET_HTTP_TOKEN", "empty"}},
+		{"slack.token tagged !!int", "once", "slack:\n  token: !!int " + w.fake.Token() + "\n", cli.ExitUsage, []string{"slack.token"}},
+		{"http.token tagged !!bool", "status", "http:\n  token: !!bool " + w.fake.Token() + "\n", cli.ExitUsage, []string{"http.token"}},
+		{"rate too small to represent", "once", "slack:\n  token: xoxb-1\n  rates: {conversations.history: 1e-9}\n", cli.ExitUsage, []string{"slack.rates.conversations.history", "1e-09"}},
+		{"tick.interval under a second", "once", "tick:\n  interval: 1ms\n", cli.ExitUsage, []string{"tick.interval", "1s"}},
+		{"http api_url to another host", "once", "slack:\n  token: xoxb-1\n  api_url: http://slack.example.com/api/\n", cli.ExitUsage, []string{"slack.api_url", "https://"}},
+		{"config file over the size limit", "status", "# " + strings.Repeat("x", 2<<20) + "\n", cli.ExitUsage, []string{"larger than"}},
 		{"unwritable store path", "once", "store:\n  path: " + filepath.Join(notADir, "slackpoll.db") + "\n", cli.ExitRuntime, []string{notADir}},
 	}
 	for _, c := range cases {

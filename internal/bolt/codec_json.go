@@ -41,7 +41,8 @@ func (t *tx) getJSON(bucket, key []byte, out any) (bool, error) {
 		return false, nil
 	}
 	if err := decodeJSON(v, out); err != nil {
-		return false, decodeError(string(bucket), key, err)
+		t.addJSON(bucket, key, out, err)
+		return false, nil
 	}
 	return true, nil
 }
@@ -68,7 +69,8 @@ func forEachJSON[T any](t *tx, bucket []byte, fn func(T) error) error {
 	for k, v := c.First(); k != nil; k, v = c.Next() {
 		var item T
 		if err := decodeJSON(v, &item); err != nil {
-			return decodeError(string(bucket), k, err)
+			t.addJSON(bucket, k, &item, err)
+			continue
 		}
 		if err := fn(item); err != nil {
 			return stopped(err)

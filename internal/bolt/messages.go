@@ -23,7 +23,8 @@ func (t *tx) Message(channel string, ts readmodel.TS) (readmodel.Message, bool, 
 	}
 	m, err := decodeMessage(channel, v)
 	if err != nil {
-		return readmodel.Message{}, false, msgDecodeError(channel, k[:], err)
+		t.addMessage(channel, k[:], err)
+		return readmodel.Message{}, false, nil
 	}
 	return m, true, nil
 }
@@ -66,22 +67,27 @@ func (t *tx) PutMessage(m readmodel.Message) error {
 		return err
 	}
 
-	// What the old record indexed, decided before Put replaces it.
+	// What the old record indexed, decided before Put replaces it. An undecodable
+	// old record is replaced, its index entries found by a scan.
 	var old header
-	had := false
+	had, known := false, false
 	if v := cb.get(k); v != nil {
-		if old, err = readHeader(v); err != nil {
-			return msgDecodeError(m.Channel, k, err)
-		}
 		had = true
+		if old, err = readHeader(v); err != nil {
+			if err := t.forgetIndexes(cb, t.delta(m.Channel), m.Channel, k); err != nil {
+				return err
+			}
+		} else {
+			known = true
+		}
 	}
-	sameThread := had && old.isReply() && m.IsReply() && string(old.threadTS) == string(m.ThreadTS)
+	sameThread := known && old.isReply() && m.IsReply() && string(old.threadTS) == string(m.ThreadTS)
 	oldParent := t.oldParent[:]
-	if had && old.isReply() && !sameThread {
+	if known && old.isReply() && !sameThread {
 		t.oldParent = tsKeyOf(old.threadTS)
 	}
 	polled := polledKeyOf(m.RotatedAt())
-	sameTail := had && old.tracked() && m.IsTracked() && old.polled == polled
+	sameTail := known && old.tracked() && m.IsTracked() && old.polled == polled
 
 	v := t.arena.alloc(messageSizeBound(&m))
 	v = appendMessage(v, &m)
@@ -93,7 +99,7 @@ func (t *tx) PutMessage(m readmodel.Message) error {
 	if !had {
 		d.messages++
 	}
-	if had && old.isReply() && !sameThread {
+	if known && old.isReply() && !sameThread {
 		if err := t.removeReply(cb, d, oldParent, k); err != nil {
 			return err
 		}
@@ -103,7 +109,7 @@ func (t *tx) PutMessage(m readmodel.Message) error {
 			return err
 		}
 	}
-	if had && old.tracked() && !sameTail {
+	if known && old.tracked() && !sameTail {
 		t.tailDelete(d, old.polled, m.Channel, k)
 	}
 	if m.IsTracked() && !sameTail {
@@ -207,7 +213,8 @@ func (t *tx) Replies(channel string, threadTS readmodel.TS) ([]readmodel.Message
 		}
 		m, err := decodeMessage(channel, v)
 		if err != nil {
-			return nil, msgDecodeError(channel, rk, err)
+			t.addMessage(channel, rk, err)
+			continue
 		}
 		out = append(out, m)
 	}
@@ -241,7 +248,8 @@ func (t *tx) TimelineBefore(channel string, latest readmodel.TS, n int) ([]readm
 		}
 		m, err := decodeMessage(channel, v)
 		if err != nil {
-			return nil, msgDecodeError(channel, k, err)
+			t.addMessage(channel, k, err)
+			continue
 		}
 		out = append(out, m)
 	}
@@ -285,7 +293,8 @@ func (t *tx) Timeline(channel string, oldest, latest readmodel.TS, fn func(readm
 		}
 		m, err := decodeMessage(channel, v)
 		if err != nil {
-			return msgDecodeError(channel, k, err)
+			t.addMessage(channel, k, err)
+			continue
 		}
 		if err := fn(m); err != nil {
 			return stopped(err)

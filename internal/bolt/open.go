@@ -40,7 +40,15 @@ type Options struct {
 // ErrLocked when the lock is held elsewhere, a *SchemaError (ErrSchemaVersion) when the
 // schema version differs, others for a missing directory, a permission problem or a file
 // that is not a slackpoll store.
-func Open(path string, opts Options) (*Store, error) {
+func Open(path string, opts Options) (s *Store, err error) {
+	err = guard(path, func() error {
+		s, err = open(path, opts)
+		return err
+	})
+	return s, err
+}
+
+func open(path string, opts Options) (*Store, error) {
 	timeout := opts.LockTimeout
 	if timeout <= 0 {
 		timeout = DefaultLockTimeout
@@ -49,29 +57,44 @@ func Open(path string, opts Options) (*Store, error) {
 	if statErr == nil && fi.IsDir() {
 		return nil, fmt.Errorf("store %s is a directory: set store.path to a file in it, e.g. %s", path, filepath.Join(path, "slackpoll.db"))
 	}
-	if opts.ReadOnly {
-		// bbolt would report a missing file as a bare ENOENT; say what to do instead.
-		if errors.Is(statErr, fs.ErrNotExist) {
-			return nil, fmt.Errorf("store %s does not exist yet: run \"slackpoll once\" or \"slackpoll track\" to create it, or fix store.path", path)
-		}
-	} else if statErr == nil && fi.Mode().Perm()&0o077 != 0 {
-		// The store holds message texts: a file made readable by others (a copy, a
-		// restore) is brought back to 0600, as a new store is created.
-		if err := os.Chmod(path, 0o600); err != nil {
-			return nil, fmt.Errorf("store %s is readable by other users and cannot be made private (chmod 600 it): %w", path, err)
-		}
+	// bbolt would report a missing file as a bare ENOENT; say what to do instead.
+	if opts.ReadOnly && errors.Is(statErr, fs.ErrNotExist) {
+		return nil, fmt.Errorf("store %s does not exist yet: run \"slackpoll once\" or \"slackpoll track\" to create it, or fix store.path", path)
 	}
+	var opened os.FileInfo
+	var file *os.File
 	db, err := bolt.Open(path, 0o600, &bolt.Options{
 		Timeout:  timeout,
 		ReadOnly: opts.ReadOnly,
 		NoSync:   opts.NoSync,
+		// The identity of the file bbolt opens, whatever the path names later.
+		OpenFile: func(name string, flag int, mode os.FileMode) (*os.File, error) {
+			f, err := os.OpenFile(name, flag, mode)
+			file = f
+			if err == nil {
+				opened, err = f.Stat()
+				if err != nil {
+					_ = f.Close()
+					return nil, err
+				}
+			}
+			return f, err
+		},
 		// The hashmap freelist keeps commits cheap as the file grows large.
 		FreelistType: bolt.FreelistMapType,
 	})
 	if err != nil {
 		return nil, openError(path, err)
 	}
-	s := &Store{db: db, path: path}
+	defer func() {
+		// Reading the schema of a damaged file panicked: release the file and its
+		// lock before guard reports it.
+		if p := recover(); p != nil {
+			_ = db.Close()
+			panic(p)
+		}
+	}()
+	s := &Store{db: db, path: path, opened: opened}
 	if opts.ReadOnly {
 		err = db.View(func(btx *bolt.Tx) error { return checkSchema(btx, path) })
 	} else {
@@ -81,7 +104,31 @@ func Open(path string, opts Options) (*Store, error) {
 		_ = db.Close()
 		return nil, err
 	}
+	if !opts.ReadOnly {
+		if err := private(path, file, opened); err != nil {
+			_ = db.Close()
+			return nil, err
+		}
+	}
 	return s, nil
+}
+
+// private brings a store readable by others (a copy, a restore) back to 0600, as a new
+// store is created: it holds message texts. It runs only once the file is known to be
+// a store, on the descriptor bbolt opened (so nothing swapped in at the path since is
+// touched), and not when the path is a symlink: the mode of a file elsewhere is its
+// owner's choice.
+func private(path string, f *os.File, opened os.FileInfo) error {
+	if f == nil || opened == nil || opened.Mode().Perm()&0o077 == 0 {
+		return nil
+	}
+	if lfi, err := os.Lstat(path); err != nil || lfi.Mode()&fs.ModeSymlink != 0 || !os.SameFile(lfi, opened) {
+		return nil
+	}
+	if err := f.Chmod(0o600); err != nil {
+		return fmt.Errorf("store %s is readable by other users and cannot be made private (chmod 600 it): %w", path, err)
+	}
+	return nil
 }
 
 // openError turns a bbolt/os open failure into one that names the path and the fix.

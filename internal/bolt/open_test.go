@@ -240,3 +240,41 @@ func TestOpenADirectorySaysSo(t *testing.T) {
 		t.Fatalf("err = %v, want it to say the path is a directory", err)
 	}
 }
+
+// The mode is fixed only once the file is known to be a store: a file that is not
+// one keeps its mode, and so does the target of a symlink at the store path.
+func TestOpenFixesTheModeOfStoresOnlyAndFollowsNoSymlink(t *testing.T) {
+	dir := t.TempDir()
+	notStore := filepath.Join(dir, "notes.txt")
+	if err := os.WriteFile(notStore, []byte("not a store\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(notStore, Options{}); err == nil {
+		t.Fatal("opened a text file as a store")
+	}
+	if fi, _ := os.Stat(notStore); fi.Mode().Perm() != 0o644 {
+		t.Errorf("a file that is not a store was chmodded to %v", fi.Mode().Perm())
+	}
+
+	target := filepath.Join(dir, "real.db")
+	s, err := Open(target, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if err := os.Chmod(target, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.db")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open(link, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if fi, _ := os.Stat(target); fi.Mode().Perm() != 0o644 {
+		t.Errorf("the symlink's target was chmodded to %v", fi.Mode().Perm())
+	}
+}

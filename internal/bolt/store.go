@@ -1,6 +1,9 @@
 package boltstore
 
 import (
+	"os"
+	"strings"
+
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/slackpoll/slackpoll/internal/readmodel"
@@ -15,6 +18,9 @@ type Store struct {
 	path string
 	// scratch is reused by the write transactions, which bbolt serializes.
 	scratch scratch
+	bad     badRecords
+	// opened is the file bbolt opened, to notice it deleted or replaced under us.
+	opened os.FileInfo
 }
 
 // Path returns the file path the store was opened with.
@@ -26,19 +32,33 @@ func (s *Store) DB() *bolt.DB { return s.db }
 
 // View runs fn in a read-only transaction. Do not call View or Update from inside fn:
 // bbolt deadlocks on nested transactions in one goroutine.
+// A damaged file fails with an error matching ErrDamaged.
 func (s *Store) View(fn func(readmodel.Tx) error) error {
-	return s.db.View(func(btx *bolt.Tx) error { return fn(newTx(btx, nil)) })
+	if err := s.checkIdentity(); err != nil {
+		return err
+	}
+	return guard(s.path, func() error {
+		return s.db.View(func(btx *bolt.Tx) error { return fn(newTx(btx, nil, &s.bad)) })
+	})
 }
 
 // Update runs fn in a read-write transaction and commits it, with the queued tail
 // index changes and counters fn made, if fn returns nil; otherwise nothing fn wrote is
 // kept.
+// A damaged file fails with an error matching ErrDamaged.
 func (s *Store) Update(fn func(readmodel.Tx) error) error {
+	if err := s.checkIdentity(); err != nil {
+		return err
+	}
+	return guard(s.path, func() error { return s.update(fn) })
+}
+
+func (s *Store) update(fn func(readmodel.Tx) error) error {
 	return s.db.Update(func(btx *bolt.Tx) error {
 		// Inside Update we hold bbolt's writer lock, and the previous write
 		// transaction has finished with the scratch.
 		s.scratch.reset()
-		t := newTx(btx, &s.scratch)
+		t := newTx(btx, &s.scratch, &s.bad)
 		if err := fn(t); err != nil {
 			return err
 		}
@@ -51,3 +71,20 @@ func (s *Store) Update(fn func(readmodel.Tx) error) error {
 
 // Close waits for open transactions to finish, then releases the file and its lock.
 func (s *Store) Close() error { return s.db.Close() }
+
+// Check walks every page of the file (bbolt's consistency check) in a read
+// transaction. A damaged file fails with an error matching ErrDamaged naming the first
+// problem found. Its cost grows with the file: for status, not for every tick.
+// Check then decodes every message, conversation and user record: those that do not
+// decode are listed by Tx.Undecodable from then on.
+func (s *Store) Check() error {
+	return guard(s.path, func() error {
+		return s.db.View(func(btx *bolt.Tx) error {
+			for err := range btx.Check() {
+				// bbolt's check reports what its assertions hit as "panic: …".
+				return &damagedError{path: s.path, cause: strings.TrimPrefix(err.Error(), "panic: ")}
+			}
+			return newTx(btx, nil, &s.bad).decodeAll()
+		})
+	})
+}

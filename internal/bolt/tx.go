@@ -45,6 +45,8 @@ type tx struct {
 	// lastDelta caches deltas[lastDeltaChan]: a page writes one channel.
 	lastDeltaChan string
 	lastDelta     *counts
+	// bad is the store's set of undecodable records.
+	bad *badRecords
 	*scratch
 }
 
@@ -94,11 +96,11 @@ func (cb *chanBuckets) get(k []byte) []byte {
 
 // newTx wraps btx. A write transaction gets the store's scratch; a read transaction,
 // which writes nothing, a fresh one.
-func newTx(btx *bolt.Tx, s *scratch) *tx {
+func newTx(btx *bolt.Tx, s *scratch, bad *badRecords) *tx {
 	if s == nil {
 		s = new(scratch)
 	}
-	return &tx{btx: btx, scratch: s}
+	return &tx{btx: btx, scratch: s, bad: bad}
 }
 
 // errReadOnly is returned by write methods on a View transaction.

@@ -38,6 +38,7 @@ Usage:
                                           webhook deliveries waiting or parked
   slackpoll requeue [--config F] --webhook NAME [SEQ...]
                                           parked deliveries back in line
+  slackpoll untrack [--config F] CHANNEL TS  undo track (and free its record key)
   slackpoll demo   [--duration D] [--seed N] runs against a built-in simulated workspace
 
 The config path defaults to $SLACKPOLL_CONFIG, else ./slackpoll.yaml; run and once
@@ -145,6 +146,7 @@ var commands = []command{
 	{name: "requeue", about: "Put a webhook's parked outbox rows back in line (all of them, or the SEQs given).", args: "[SEQ...]", nargs: -1, run: cmdRequeue, flags: func(fs *pflag.FlagSet, c *cmdCtx) {
 		fs.StringVar(&c.feed.webhook, "webhook", "", "the webhook whose parked rows to requeue (required)")
 	}},
+	{name: "untrack", about: "Stop tracking a message on request and free its record key; its stored content stays.", args: "CHANNEL TS", nargs: 2, run: cmdUntrack},
 	{name: "demo", about: "Run the daemon against a built-in simulated Slack workspace; no token needed.", run: cmdDemo, flags: func(fs *pflag.FlagSet, c *cmdCtx) {
 		fs.StringVar(&c.duration, "duration", "30s", "how long the simulated workspace changes before the final comparison")
 		fs.Int64Var(&c.seed, "seed", 1, "seed of the generated workspace, its changes and faults")

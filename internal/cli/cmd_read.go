@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/url"
 
 	boltstore "github.com/slackpoll/slackpoll/internal/bolt"
 	"github.com/slackpoll/slackpoll/internal/httpapi"
@@ -56,7 +58,7 @@ func cmdTrack(ctx context.Context, c *cmdCtx) error {
 	} else {
 		err = rm.TrackPolled(w.store, cfg.Conversations, ch, ts, c.record)
 	}
-	if errors.Is(err, rm.ErrNotPolled) {
+	if errors.Is(err, rm.ErrNotPolled) || errors.Is(err, rm.ErrBadRecord) {
 		return &exitError{ExitUsage, err}
 	}
 	if err != nil {
@@ -71,5 +73,38 @@ func cmdTrack(ctx context.Context, c *cmdCtx) error {
 		fmt.Fprintf(c.env.Stdout, " as %s", c.record)
 	}
 	fmt.Fprintln(c.env.Stdout)
+	return nil
+}
+
+// cmdUntrack is `slackpoll untrack CHANNEL TS`: readmodel.Untrack, in the store file
+// or, while the daemon holds it, through its API (DELETE /v1/tracked/{channel}/{ts}).
+func cmdUntrack(ctx context.Context, c *cmdCtx) error {
+	cfg, err := c.loadConfig()
+	if err != nil {
+		return err
+	}
+	ch := c.args[0]
+	ts, err := rm.ParseTS(c.args[1])
+	if err != nil {
+		return usageErr("untrack: %v", err)
+	}
+	if !rm.ValidConversationID(ch) {
+		return usageErr("untrack: %q is not a Slack conversation ID (C…, G… or D…)", ch)
+	}
+	w, err := openWriter(cfg)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = w.Close() }() // Untrack committed in its own transaction
+	if w.api != nil {
+		var resp httpapi.UntrackResponse
+		err = w.api.do(http.MethodDelete, "/v1/tracked/"+url.PathEscape(ch)+"/"+url.PathEscape(string(ts)), nil, &resp)
+	} else {
+		err = rm.Untrack(w.store, ch, ts)
+	}
+	if err != nil {
+		return fmt.Errorf("untrack: %w", err)
+	}
+	fmt.Fprintf(c.env.Stdout, "untracked %s %s\n", ch, ts)
 	return nil
 }

@@ -45,7 +45,7 @@ func (c *cmdCtx) startDaemon() (*daemon, error) {
 		return nil, err
 	}
 	metrics := httpapi.NewMetrics()
-	src, err := newSource(cfg, store, log, nil, metrics.OnCall)
+	src, err := newSource(cfg, store, log, nil, metrics.OnCall, metrics.OnClockSkew)
 	if err != nil {
 		_ = store.Close() // the configuration error is the one to report
 		return nil, &exitError{ExitUsage, err}
@@ -55,6 +55,7 @@ func (c *cmdCtx) startDaemon() (*daemon, error) {
 	metrics.SetWebhooks(webhookNames(cfg))
 	pc := pollerConfig(cfg, log)
 	pc.OnTick = metrics.OnTick
+	pc.ClockSkew = src.ClockSkew
 	pc.Feed = feedConfig(cfg)
 	pc.OnChanges = d.changesCommitted
 	d.poller = rm.NewPoller(store, src, pc)

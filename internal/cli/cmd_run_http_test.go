@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -124,5 +125,52 @@ func TestNonLoopbackListenWarns(t *testing.T) {
 		if got := strings.Contains(logs.String(), "level=WARN") && strings.Contains(logs.String(), "not a loopback address"); got != warns {
 			t.Errorf("http.listen %q: warning logged = %v, want %v (log: %q)", listen, got, warns, logs.String())
 		}
+	}
+}
+
+// The store file deleted under a running daemon: /readyz answers 503 at once, and the
+// daemon stops with an error at its next tick instead of writing into the unlinked
+// file while a second daemon could start on the path.
+func TestRunStopsWhenItsStoreIsDeleted(t *testing.T) {
+	fake := slackfake.New(slackfake.Options{})
+	if err := fake.AddConversation(slackfake.PublicChannel("C0GENERAL", "general")); err != nil {
+		t.Fatal(err)
+	}
+	slack := httptest.NewServer(fake)
+	defer slack.Close()
+	addr := freeAddr(t)
+	base := "http://" + addr
+	store := filepath.Join(t.TempDir(), "slackpoll.db")
+	cfg := writeConfig(t, cfgOpts{
+		store: store, convs: []string{"C0GENERAL"}, listen: addr, apiURL: slack.URL + "/api/", slack: fake.Token(),
+		extra: "tick:\n  interval: 1s\n",
+	})
+	type result struct {
+		code   int
+		stderr string
+	}
+	done := make(chan result, 1)
+	go func() {
+		code, _, errOut := runCLI(t.Context(), "run", "--config", cfg)
+		done <- result{code, errOut}
+	}()
+	waitFor(t, "the first tick", func() bool {
+		code, b := get(base+"/v1/status", "")
+		var r status.Report
+		return code == http.StatusOK && json.Unmarshal(b, &r) == nil && r.LastTick != nil
+	})
+	if err := os.Remove(store); err != nil {
+		t.Fatal(err)
+	}
+	if code, b := get(base+"/readyz", ""); code != http.StatusServiceUnavailable {
+		t.Errorf("/readyz after the store was deleted = %d %s, want 503", code, b)
+	}
+	select {
+	case res := <-done:
+		if res.code != ExitRuntime || !strings.Contains(res.stderr, "deleted or moved away") {
+			t.Errorf("run = exit %d, stderr:\n%s\nwant exit 1 saying the store was deleted", res.code, res.stderr)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("run still running 30 s after its store was deleted")
 	}
 }

@@ -14,7 +14,8 @@ import (
 
 // cmdStatus is `slackpoll status [--json]`: per conversation its type, status and
 // totals; coverage and worst-case staleness; the last tick and the next one. Read
-// from the store, or from the daemon's API while it holds the store.
+// from the store, or from the daemon's API while it holds the store. Read from the
+// store, the whole file is checked first: a damaged store is an error.
 func cmdStatus(ctx context.Context, c *cmdCtx) error {
 	cfg, err := c.loadConfig()
 	if err != nil {
@@ -32,6 +33,11 @@ func cmdStatus(ctx context.Context, c *cmdCtx) error {
 		err = r.api.get("/v1/status", &rep)
 	} else {
 		source = "store " + cfg.Store.Path + " (no daemon holds it)"
+		// The pages the report reads may be intact while others are not: a healthy
+		// table over a damaged file would be a lie.
+		if err := r.store.Check(); err != nil {
+			return err
+		}
 		err = r.store.View(func(tx rm.Tx) error {
 			rep, err = status.Build(tx, status.Input{
 				Configured: cfg.Conversations, Interval: cfg.Tick.Interval.D(), Now: time.Now(),

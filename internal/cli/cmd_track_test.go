@@ -1,11 +1,14 @@
 package cli
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/slackpoll/slackpoll/internal/converge"
+	"github.com/slackpoll/slackpoll/internal/readfixture"
+	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 	"github.com/slackpoll/slackpoll/internal/slackfake"
 )
 
@@ -63,5 +66,57 @@ func TestTrackAReplyInAnOldThreadThenOnce(t *testing.T) {
 	}
 	if rep := converge.Diff(model, converge.Lines(fake.Truth()), ""); len(rep.Differences) > 0 {
 		t.Fatalf("export differs from the workspace:\n%s\n%s", strings.Join(rep.Differences, "\n"), exp)
+	}
+}
+
+// untrack undoes track, in the store file or through the daemon's API.
+func TestUntrackUndoesTrack(t *testing.T) {
+	f := closedStore(t)
+	cfg := writeConfig(t, cfgOpts{store: f.Store.Path(), convs: f.Configured})
+	const ts = "1790000000.000200"
+	if code, _, errOut := runCLI(context.Background(), "track", "--config", cfg, "--record", "ticket-7", readfixture.General, ts); code != ExitOK {
+		t.Fatalf("track: exit %d: %s", code, errOut)
+	}
+	code, out, errOut := runCLI(context.Background(), "untrack", "--config", cfg, readfixture.General, ts)
+	if code != ExitOK {
+		t.Fatalf("untrack: exit %d: %s", code, errOut)
+	}
+	wantContains(t, "untrack stdout", out, "untracked "+readfixture.General+" "+ts)
+	code, _, errOut = runCLI(context.Background(), "untrack", "--config", cfg, readfixture.General, ts)
+	if code != ExitRuntime {
+		t.Errorf("second untrack: exit %d, want %d", code, ExitRuntime)
+	}
+	wantContains(t, "second untrack stderr", errOut, "not tracked")
+	code, _, errOut = runCLI(context.Background(), "show", "--config", cfg, "--record", "ticket-7")
+	if code == ExitOK {
+		t.Errorf("show --record ticket-7 after untrack: exit 0, want the record gone")
+	}
+	_ = errOut
+}
+
+func TestUntrackThroughTheDaemonsAPI(t *testing.T) {
+	f := readfixture.New(t, readfixture.Options{})
+	addr := daemonAPI(t, f, "")
+	cfg := writeConfig(t, cfgOpts{store: f.Store.Path(), listen: addr, convs: f.Configured})
+	const ts = "1790000000.000200"
+	if code, _, errOut := runCLI(context.Background(), "track", "--config", cfg, readfixture.General, ts); code != ExitOK {
+		t.Fatalf("track: exit %d: %s", code, errOut)
+	}
+	if code, out, errOut := runCLI(context.Background(), "untrack", "--config", cfg, readfixture.General, ts); code != ExitOK {
+		t.Fatalf("untrack: exit %d: %s %s", code, out, errOut)
+	}
+	var n int
+	if err := f.Store.View(func(tx rm.Tx) error {
+		return tx.Watched(func(r rm.Ref) error {
+			if r.TS == ts {
+				n++
+			}
+			return nil
+		})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Error("still watched after untrack through the API")
 	}
 }

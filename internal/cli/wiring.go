@@ -43,7 +43,7 @@ func openStore(cfg *config.Config) (*boltstore.Store, error) {
 }
 
 // newSource builds the slack-go source of the config; httpClient may be nil.
-func newSource(cfg *config.Config, store rm.Store, log *slog.Logger, httpClient *http.Client, onCall func(string, string, time.Duration)) (*slackapi.Client, error) {
+func newSource(cfg *config.Config, store rm.Store, log *slog.Logger, httpClient *http.Client, onCall func(string, string, time.Duration), onSkew func(time.Duration)) (*slackapi.Client, error) {
 	return slackapi.New(slackapi.Options{
 		Token:          cfg.Slack.Token.Reveal(),
 		APIURL:         cfg.Slack.APIURL,
@@ -53,6 +53,7 @@ func newSource(cfg *config.Config, store rm.Store, log *slog.Logger, httpClient 
 		Pacing:         slackapi.StorePacing(store),
 		Logger:         log,
 		OnCall:         onCall,
+		OnClockSkew:    onSkew,
 	})
 }
 

@@ -139,7 +139,7 @@ store:
   path: %s
 conversations: [%s]
 tick:
-  interval: 200ms
+  interval: 1s
   soft_deadline: 1m
 budget:
   history_calls: 100

@@ -66,6 +66,10 @@ func (a *api) knownConversation(tx rm.Tx, id string) (bool, error) {
 // thread_ts names the parent, whose line holds the whole thread.
 func (a *api) message(w http.ResponseWriter, r *http.Request) {
 	channel := r.PathValue("id")
+	if !rm.ValidConversationID(channel) {
+		writeError(w, http.StatusNotFound, "%.80q is not a Slack conversation ID (C…, G… or D…)", channel)
+		return
+	}
 	ts, err := rm.ParseTS(r.PathValue("ts"))
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "%v", err)

@@ -64,6 +64,9 @@ func (e *env) do(t *testing.T, method, path string, body any) (int, []byte) {
 	if e.token != "" {
 		req.Header.Set("Authorization", "Bearer "+e.token)
 	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := e.srv.Client().Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -83,6 +83,10 @@ func parsePageQuery(r *http.Request) (pageQuery, error) {
 // cursor (with the same oldest and latest) for the next page.
 func (a *api) messages(w http.ResponseWriter, r *http.Request) {
 	channel := r.PathValue("id")
+	if !rm.ValidConversationID(channel) {
+		writeError(w, http.StatusNotFound, "%.80q is not a Slack conversation ID (C…, G… or D…)", channel)
+		return
+	}
 	p, err := parsePageQuery(r)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "%v", err)

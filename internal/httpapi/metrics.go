@@ -46,6 +46,8 @@ import (
 //	slackpoll_outbox_oldest_pending_age_seconds{webhook}   age of the oldest pending row (absent when none)
 //	slackpoll_webhook_deliveries_total{webhook,outcome}    delivery attempts; outcome delivered, failed, parked, fenced
 //	slackpoll_outbox_fence_refusals_total{webhook}         completions refused because the claim's lease had expired
+//	slackpoll_undecodable_records                          stored records found undecodable, skipped by every read (scrape time)
+//	slackpoll_clock_skew_seconds                           Slack's clock minus ours, from the Date header of the last answer (absent before one)
 //
 // plus the Go runtime and process collectors as slackpoll_go_* and slackpoll_process_*.
 // Its methods are safe for concurrent use.
@@ -65,6 +67,9 @@ type Metrics struct {
 	lastTickEnd prometheus.Gauge
 	deliveries  *prometheus.CounterVec
 	fenced      *prometheus.CounterVec
+	clockSkew   prometheus.Gauge
+
+	skewOnce sync.Once
 
 	mu sync.Mutex
 	// after429 marks methods whose last attempt was rate limited: the next attempt's
@@ -126,6 +131,9 @@ func NewMetrics() *Metrics {
 	m.fenced = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "slackpoll_outbox_fence_refusals_total", Help: "Outbox completions refused because the claim's lease had expired (the event is delivered again), by webhook.",
 	}, []string{"webhook"})
+	m.clockSkew = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "slackpoll_clock_skew_seconds", Help: "Slack's clock minus the local clock, from the Date header of Slack's last answer.",
+	})
 	m.store = &storeCollector{}
 	m.reg.MustRegister(m.calls, m.rateLimited, m.retryWait, m.wait, m.ticks, m.tickDur,
 		m.skipped, m.written, m.threads, m.tailReads, m.lastTickEnd, m.deliveries, m.fenced, m.store)
@@ -158,6 +166,14 @@ func (m *Metrics) OnCall(method, outcome string, waited time.Duration) {
 	case "token":
 		m.token = tokenRejected
 	}
+}
+
+// OnClockSkew records Slack's clock minus ours; it has the signature of
+// slackapi.Options.OnClockSkew. The gauge is registered at the first measurement, so
+// that a daemon that never heard from Slack does not claim a skew of 0.
+func (m *Metrics) OnClockSkew(skew time.Duration) {
+	m.clockSkew.Set(skew.Seconds())
+	m.skewOnce.Do(func() { m.reg.MustRegister(m.clockSkew) })
 }
 
 // OnTick records a finished tick; it has the signature of

@@ -38,6 +38,8 @@ var (
 		"Outbox rows parked after max_attempts failures, by webhook.", []string{"webhook"}, nil)
 	descOutboxAge = prometheus.NewDesc("slackpoll_outbox_oldest_pending_age_seconds",
 		"Seconds the oldest pending outbox row has waited, by webhook (absent when none).", []string{"webhook"}, nil)
+	descUndecodable = prometheus.NewDesc("slackpoll_undecodable_records",
+		"Stored records found undecodable and skipped by every read.", nil, nil)
 )
 
 // storeCollector reads the gauges that describe the store from the status report at
@@ -60,7 +62,7 @@ func (m *Metrics) watch(input func() status.Input, store rm.Store) {
 
 func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descTracked, descNeverPolled, descOldestAge, descRotation, descConversations,
-		descWatched, descWatchedRotation, descPhysicalLimit, descHeadAge,
+		descWatched, descWatchedRotation, descPhysicalLimit, descHeadAge, descUndecodable,
 		descLastSeq, descOldestSeq, descOutboxPending, descOutboxParked, descOutboxAge} {
 		ch <- d
 	}
@@ -93,6 +95,7 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descRotation, prometheus.GaugeValue, *cv.RotationPeriodSeconds)
 	}
 	ch <- prometheus.MustNewConstMetric(descWatched, prometheus.GaugeValue, float64(cv.Watched))
+	ch <- prometheus.MustNewConstMetric(descUndecodable, prometheus.GaugeValue, float64(len(r.UndecodableRecords)))
 	if cv.WatchedRotationSeconds != nil {
 		ch <- prometheus.MustNewConstMetric(descWatchedRotation, prometheus.GaugeValue, *cv.WatchedRotationSeconds)
 	}

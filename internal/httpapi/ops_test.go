@@ -249,3 +249,15 @@ func TestRequestLogsNeverShowTheToken(t *testing.T) {
 		t.Errorf("logs reveal the token:\n%s", logs.String())
 	}
 }
+
+func TestMetricsShowTheClockSkewOnceMeasured(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	if _, ok := scrape(t, e)["slackpoll_clock_skew_seconds"]; ok {
+		t.Error("slackpoll_clock_skew_seconds present before any Slack answer")
+	}
+	e.metrics.OnClockSkew(-96 * time.Hour)
+	e.metrics.OnClockSkew(-95 * time.Hour)
+	if got := value(t, scrape(t, e), "slackpoll_clock_skew_seconds", nil); got != -95*3600 {
+		t.Errorf("clock skew = %v s, want %v", got, -95*3600)
+	}
+}

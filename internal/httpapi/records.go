@@ -12,6 +12,10 @@ import (
 // to (by POST /v1/tracked or `slackpoll track --record`).
 func (a *api) record(w http.ResponseWriter, r *http.Request) {
 	key := r.PathValue("key")
+	if len(key) > rm.MaxRecordKeyLen {
+		writeError(w, http.StatusNotFound, "no message is tracked as record %.20q…: record keys are at most %d bytes", key, rm.MaxRecordKeyLen)
+		return
+	}
 	var ref rm.Ref
 	var found bool
 	err := a.store.View(func(tx rm.Tx) error {
@@ -33,6 +37,10 @@ func (a *api) record(w http.ResponseWriter, r *http.Request) {
 // that show reaction users by name (message lines carry their IDs).
 func (a *api) user(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
+	if len(id) > maxUserIDLen {
+		writeError(w, http.StatusNotFound, "user %.20q… has not been looked up", id)
+		return
+	}
 	var u rm.User
 	var found bool
 	err := a.store.View(func(tx rm.Tx) error {
@@ -49,6 +57,9 @@ func (a *api) user(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, rm.NewUserLine(&u))
 	}
 }
+
+// maxUserIDLen bounds what can be a Slack user ID (U0123456789).
+const maxUserIDLen = 64
 
 // TrackRequest is the body of POST /v1/tracked.
 type TrackRequest struct {
@@ -84,10 +95,10 @@ func (a *api) track(w http.ResponseWriter, r *http.Request) {
 	}
 	err = rm.TrackPolled(a.store, a.configured, req.Channel, ts, req.Record)
 	switch {
-	case errors.Is(err, rm.ErrNotPolled), !rm.ValidConversationID(req.Channel):
+	case errors.Is(err, rm.ErrNotPolled), errors.Is(err, rm.ErrBadRecord), !rm.ValidConversationID(req.Channel):
 		writeError(w, http.StatusBadRequest, "%v", err)
 		return
-	case errors.Is(err, rm.ErrRecordConflict):
+	case errors.Is(err, rm.ErrRecordConflict), errors.Is(err, rm.ErrTooManyTracked):
 		writeError(w, http.StatusConflict, "%v", err)
 		return
 	case err != nil:
@@ -95,4 +106,34 @@ func (a *api) track(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a.serveMessage(w, r, rm.Ref{Channel: req.Channel, TS: ts})
+}
+
+// UntrackResponse is the answer of DELETE /v1/tracked/{channel}/{ts}.
+type UntrackResponse struct {
+	Channel string `json:"channel"`
+	TS      string `json:"ts"`
+}
+
+// untrack answers DELETE /v1/tracked/{channel}/{ts}: readmodel.Untrack. 400 for a bad
+// ts, 404 when the message is not tracked.
+func (a *api) untrack(w http.ResponseWriter, r *http.Request) {
+	channel := r.PathValue("channel")
+	ts, err := rm.ParseTS(r.PathValue("ts"))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	if !rm.ValidConversationID(channel) {
+		writeError(w, http.StatusNotFound, "%.80q is not a Slack conversation ID (C…, G… or D…)", channel)
+		return
+	}
+	err = rm.Untrack(a.store, channel, ts)
+	switch {
+	case errors.Is(err, rm.ErrNotTracked):
+		writeError(w, http.StatusNotFound, "%v", err)
+	case err != nil:
+		a.internalError(w, r, err)
+	default:
+		writeJSON(w, http.StatusOK, UntrackResponse{Channel: channel, TS: string(ts)})
+	}
 }

@@ -10,6 +10,7 @@
 //	GET  /v1/records/{key}                        the message line a record key is attached to
 //	GET  /v1/users/{id}                           one user line (to resolve reaction users)
 //	POST /v1/tracked                              {"channel","ts","record"} → the message line
+//	DELETE /v1/tracked/{channel}/{ts}             untrack → {"channel","ts"}
 //	GET  /v1/status                               the status report (internal/status.Report)
 //	GET  /v1/changes                              ?after=&limit=&wait=&kind=&channel=&record=&own= → changefeed.Page; 410 when pruned
 //	GET  /v1/outbox                               ?webhook=&parked=true → {"items": [outbox rows]}
@@ -19,8 +20,10 @@
 //	GET  /metrics                                 Prometheus text format, names slackpoll_*
 //
 // Errors are {"error": "…"} with a 4xx/5xx status: 400 bad parameter, 401 missing or
-// wrong bearer token, 404 unknown conversation, message, record, user or route, 405
-// wrong method, 409 record conflict, 500 store failure, 503 not ready.
+// wrong bearer token, 403 a Host header of another name (checkHost), 404 unknown
+// conversation, message, record, user or route, 405 wrong method, 409 record
+// conflict, 415 a POST that is not application/json, 500 store failure, 503 not
+// ready.
 package httpapi
 
 import (
@@ -61,6 +64,9 @@ type Options struct {
 	// OnRequeue, if set, is called after POST /v1/outbox/requeue put rows back in
 	// line (the deliverer's Wake).
 	OnRequeue func()
+	// Listen is http.listen: besides loopback names and IP addresses, requests
+	// may name its host in their Host header (checkHost).
+	Listen string
 }
 
 // api holds the handlers' dependencies.
@@ -102,6 +108,7 @@ func New(opts Options) http.Handler {
 	mux.HandleFunc("GET /v1/records/{key}", a.record)
 	mux.HandleFunc("GET /v1/users/{id}", a.user)
 	mux.HandleFunc("POST /v1/tracked", a.track)
+	mux.HandleFunc("DELETE /v1/tracked/{channel}/{ts}", a.untrack)
 	mux.HandleFunc("GET /v1/status", a.status)
 	mux.HandleFunc("GET /v1/changes", a.changes)
 	mux.HandleFunc("GET /v1/outbox", a.outbox)
@@ -111,7 +118,9 @@ func New(opts Options) http.Handler {
 	mux.Handle("GET /metrics", m.handler())
 
 	var h http.Handler = mux
+	h = requireJSON(h)
 	h = requireToken(opts.Token, h, "/healthz")
+	h = checkHost(opts.Listen, h)
 	h = jsonErrors(h)
 	h = logRequests(a.log, h)
 	return h

@@ -91,3 +91,21 @@ func TestTrackRefusesConversationsNotPolled(t *testing.T) {
 		}
 	}
 }
+
+// DELETE /v1/tracked/{channel}/{ts} untracks: the record key is free again, the
+// never-read placeholder is gone; a message not tracked is 404.
+func TestDeleteTrackedUntracks(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	const ts = "1790000000.000200"
+	if code, b := e.do(t, http.MethodPost, "/v1/tracked", httpapi.TrackRequest{Channel: readfixture.General, TS: ts, Record: "ticket-7"}); code != http.StatusOK {
+		t.Fatalf("POST /v1/tracked = %d %s", code, b)
+	}
+	path := "/v1/tracked/" + readfixture.General + "/" + ts
+	if code, b := e.do(t, http.MethodDelete, path, nil); code != http.StatusOK {
+		t.Fatalf("DELETE %s = %d %s", path, code, b)
+	}
+	wantErr(t, e, http.MethodGet, "/v1/records/ticket-7", nil, http.StatusNotFound, "ticket-7")
+	wantErr(t, e, http.MethodGet, "/v1/conversations/"+readfixture.General+"/messages/"+ts, nil, http.StatusNotFound, ts)
+	wantErr(t, e, http.MethodDelete, path, nil, http.StatusNotFound, "not tracked")
+	wantErr(t, e, http.MethodDelete, "/v1/tracked/"+readfixture.General+"/soon", nil, http.StatusBadRequest, "soon")
+}

@@ -18,7 +18,9 @@ func isOwn(m *Message, id *Identity) bool {
 // is replaced whole), carrying over only what polling owns: the reply watermark, the
 // record key. A tombstone is a placeholder, not the message (rule 4): the stored
 // message is marked deleted and keeps its last known content, taking only reply_count
-// and latest_reply from the tombstone.
+// and latest_reply from the tombstone. A parent first seen as a tombstone has no
+// known content, and the tombstone's is not the message's: it stays empty (its label
+// says deleted, UserLabel).
 func merge(old *Message, read Message, id *Identity, now time.Time) Message {
 	m := read
 	if read.Subtype == SubtypeTombstone {
@@ -62,20 +64,28 @@ func applyRead(tx Tx, read Message, id *Identity, now time.Time) (Message, error
 func needsThreadSync(m *Message) bool { return m.LatestReply != m.ReplyWatermark }
 
 // userIDs returns the user IDs a message refers to: its author, the edit's author and
-// the reaction users, for users.info resolution.
+// the reaction users, for users.info resolution. Bot IDs (B…, as edited.user of an
+// app's message can be) are not users: users.info cannot resolve them.
 func userIDs(m *Message) []string {
 	ids := make([]string, 0, 2)
-	if m.User != "" {
+	if m.User != "" && !IsBotID(m.User) {
 		ids = append(ids, m.User)
 	}
-	if m.Edited != nil && m.Edited.User != "" {
+	if m.Edited != nil && m.Edited.User != "" && !IsBotID(m.Edited.User) {
 		ids = append(ids, m.Edited.User)
 	}
 	for _, r := range m.Reactions {
-		ids = append(ids, r.Users...)
+		for _, u := range r.Users {
+			if !IsBotID(u) {
+				ids = append(ids, u)
+			}
+		}
 	}
 	return ids
 }
+
+// IsBotID reports whether id is a Slack bot ID (B…), not a user ID (U… or W…).
+func IsBotID(id string) bool { return len(id) > 1 && id[0] == 'B' }
 
 // unverifiedReplies reports whether m has stored replies that no whole-thread read
 // vouches for: thread_broadcast replies come with history pages, before (or without)

@@ -44,10 +44,17 @@ func discoverTypes(scopes []string) []string {
 	return types
 }
 
+// due reports whether something last done at last (zero: never) is due again at now,
+// every every. A last time after now was written by a clock that was ahead, so its age
+// is unknown: it is due, rather than waited for until the clock catches up.
+func due(last, now time.Time, every time.Duration) bool {
+	return last.IsZero() || last.After(now) || now.Sub(last) >= every
+}
+
 // discover lists the conversations the bot is a member of (users.conversations, for
 // the types its scopes allow) at most every InfoRefresh, and stores new ones.
 func (t *tick) discover() error {
-	if !t.p.cfg.Discover || (!t.p.lastDiscover.IsZero() && t.now().Sub(t.p.lastDiscover) < t.p.cfg.InfoRefresh) {
+	if !t.p.cfg.Discover || !due(t.p.lastDiscover, t.now(), t.p.cfg.InfoRefresh) {
 		return nil
 	}
 	types := discoverTypes(t.p.identity.Scopes)
@@ -113,10 +120,12 @@ func (t *tick) refreshConversations() error {
 	}
 	for _, c := range convs {
 		now := t.now()
-		if c.RetryAt != nil && now.Before(*c.RetryAt) {
+		// A retry time further ahead than InfoRefresh was set by a clock that was
+		// ahead: it is not waited for.
+		if c.RetryAt != nil && now.Before(*c.RetryAt) && !c.RetryAt.After(now.Add(t.p.cfg.InfoRefresh)) {
 			continue // reported once; retried no more than every InfoRefresh
 		}
-		if c.InfoReadAt == nil || now.Sub(*c.InfoReadAt) >= t.p.cfg.InfoRefresh {
+		if c.InfoReadAt == nil || due(*c.InfoReadAt, now, t.p.cfg.InfoRefresh) {
 			var info ConversationInfo
 			err := t.do(t.setupStream(MethodConversationInfo), func() (err error) {
 				info, err = t.p.src.ConversationInfo(t.ctx, c.ID)

@@ -94,8 +94,23 @@ func UserLabel(m *Message, label Labeler) string {
 	if m.BotName != "" {
 		return m.BotName
 	}
-	return m.BotID
+	if m.BotID != "" {
+		return m.BotID
+	}
+	// Never empty: a reader needs something to show. A thread parent first seen as
+	// a tombstone has no known author.
+	if m.Deleted {
+		return DeletedAuthor
+	}
+	return UnknownAuthor
 }
+
+// Labels of a message whose author is not known: deleted before it was first read
+// (a thread parent first seen as a tombstone), or without user, bot name or bot_id.
+const (
+	DeletedAuthor = "(deleted)"
+	UnknownAuthor = "(unknown)"
+)
 
 func utcPtr(t *time.Time) *time.Time {
 	if t == nil {

@@ -3,8 +3,10 @@ package readmodel
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"io"
 	"slices"
+	"strings"
 )
 
 // TxLabeler returns a Labeler reading the users cache of tx: a user's label, or "" when
@@ -81,9 +83,32 @@ func Export(tx Tx, w io.Writer, configured []string) error {
 			return err
 		}
 	}
-	err = tx.Users(func(u User) error { return enc.Encode(NewUserLine(&u)) })
+	err = tx.Users(func(u User) error {
+		if IsBotID(u.ID) {
+			return nil // looked up by an older version; a bot ID is not a user
+		}
+		return enc.Encode(NewUserLine(&u))
+	})
 	if err != nil {
 		return err
 	}
-	return bw.Flush()
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	if bad := tx.Undecodable(); len(bad) > 0 {
+		return &UndecodableError{Records: bad}
+	}
+	return nil
+}
+
+// UndecodableError reports the stored records an export skipped because they could
+// not be decoded (Tx.Undecodable); everything else was exported.
+type UndecodableError struct {
+	Records []string
+}
+
+func (e *UndecodableError) Error() string {
+	return fmt.Sprintf("%d undecodable stored record(s) skipped, everything else exported: %s "+
+		"(a message is read again from Slack by the daemon's next read of it; else restore a backup)",
+		len(e.Records), strings.Join(e.Records, "; "))
 }

@@ -265,6 +265,10 @@ type Identity struct {
 type MethodState struct {
 	LastCall  time.Time `json:"last_call"`
 	NotBefore time.Time `json:"not_before"`
+	// SlackLastCall is LastCall by Slack's clock (the Date of its answers); zero when
+	// no answer had told it yet. A restart compares it with Slack's clock, which a
+	// local clock moved between runs does not change.
+	SlackLastCall time.Time `json:"slack_last_call,omitzero"`
 }
 
 // TickSummary describes one finished tick, for logs, status and metrics.

@@ -42,7 +42,7 @@ func (t *tick) loadWatched() error {
 func (t *tick) unretire() error {
 	var cutoff TS
 	if h := t.p.cfg.Tracking.Horizon; h > 0 {
-		cutoff = TSFromUnix(t.now().Add(-h).Unix())
+		cutoff = TSFromUnix(t.slackNow().Add(-h).Unix())
 	}
 	for _, ch := range t.eligibleIDs() {
 		var c Conversation

@@ -62,8 +62,12 @@ type PollerConfig struct {
 	// conversation in an error status waits before it is tried again (default 1h).
 	InfoRefresh time.Duration
 	// Now is the clock (default time.Now; tests run under testing/synctest).
-	Now    func() time.Time
-	Logger *slog.Logger
+	Now func() time.Time
+	// ClockSkew, if set, returns Slack's clock minus Now as last measured (the Source's
+	// Date headers). Beyond ClockSkewTolerance the bulk window is placed by Slack's
+	// time, so that a skewed local clock cannot hide new messages.
+	ClockSkew func() time.Duration
+	Logger    *slog.Logger
 	// OnTick, if set, is called with the summary of every finished tick (metrics).
 	OnTick func(TickSummary)
 	// Feed configures the change feed: backfill and the webhooks' subscriptions.
@@ -102,10 +106,18 @@ func (c *PollerConfig) setDefaults() {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
+	if c.ClockSkew == nil {
+		c.ClockSkew = func() time.Duration { return 0 }
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 }
+
+// ClockSkewTolerance is how far the local clock may differ from Slack's (as measured
+// from the one-second Date header of its answers, latency included) before the
+// difference is warned about and the bulk window is placed by Slack's time.
+const ClockSkewTolerance = 30 * time.Second
 
 // spacing returns the least time between two calls of method at its configured rate.
 func (c *PollerConfig) spacing(method string) time.Duration {

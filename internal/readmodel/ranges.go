@@ -46,7 +46,7 @@ func (t *tick) age(m *Message, now time.Time) time.Duration {
 }
 
 // pastHorizon reports whether the tracking policy retires m: not watched and older
-// than the horizon (by its ts, Slack's clock).
+// than the horizon (by its ts, Slack's clock; now is Slack's time, tick.slackNow).
 func (t *tick) pastHorizon(m *Message, now time.Time) bool {
 	h := t.p.cfg.Tracking.Horizon
 	if h <= 0 || t.isWatched(Ref{m.Channel, m.TS}) {
@@ -68,7 +68,7 @@ func (t *tick) retirePastHorizon(refs []Ref) error {
 	if t.p.cfg.Tracking.Horizon <= 0 {
 		return nil
 	}
-	now := t.now()
+	now := t.slackNow() // ages of ts values are Slack's
 	var old []Ref
 	for _, r := range refs {
 		if t.pastHorizon(&Message{Channel: r.Channel, TS: r.TS}, now) {
@@ -82,7 +82,7 @@ func (t *tick) retirePastHorizon(refs []Ref) error {
 // re-read. Entries past the tracking horizon met on the way are retired (they leave
 // the index).
 func (t *tick) tailAnchor() (Message, bool, error) {
-	now := t.now()
+	now := t.slackNow() // for the horizon: ages of ts values are Slack's
 	var retire []Ref
 	m, ok, err := t.oldestInTail(func(m *Message) bool {
 		if !t.historyDue(m) {

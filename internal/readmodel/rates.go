@@ -47,6 +47,11 @@ func Methods() []string { return slices.Clone(methods) }
 // Profiles returns the names of the rate profiles, sorted.
 func Profiles() []string { return slices.Sorted(maps.Keys(profiles)) }
 
+// MinRatePerMinute is the smallest rate a method may be given: one call a day. A
+// smaller one has a spacing beyond what a time.Duration holds (1e-9 a minute
+// overflowed into no limit at all), and would stop the method for good anyway.
+const MinRatePerMinute = 1.0 / (24 * 60)
+
 // ProfileRates returns a fresh map of requests per minute of every method under the
 // named profile, and whether the profile exists. The map is the caller's to override.
 func ProfileRates(profile string) (map[string]float64, bool) {

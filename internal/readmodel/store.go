@@ -74,6 +74,8 @@ type Tx interface {
 	Record(key string) (Ref, bool, error)
 	// PutRecord attaches a record key to a message.
 	PutRecord(key string, ref Ref) error
+	// DeleteRecord detaches a record key (no error when it is not attached).
+	DeleteRecord(key string) error
 
 	// Watched calls fn for every watched message (record-keyed, or tracked on
 	// request), by channel then ts. Returning ErrStopIteration ends the walk.
@@ -118,6 +120,10 @@ type Tx interface {
 	OutboxRow(webhook string, seq uint64) (OutboxRow, bool, error)
 	// DeleteOutbox removes a row; an absent one is not an error.
 	DeleteOutbox(webhook string, seq uint64) error
+	// Undecodable lists the stored records reads have found undecodable since the
+	// store was opened ("message C1/1700000000.000100: <error>"), sorted. Reads skip
+	// them, as absent; a committed write of one removes it from the list.
+	Undecodable() []string
 }
 
 // TailEntry is one entry of the tail index: a tracked message and its RotatedAt (nil:

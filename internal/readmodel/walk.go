@@ -25,7 +25,8 @@ func (t *tick) sweep(c Conversation) (fresh, pages int, err error) {
 // complete read of the window (rule 4), which marks missing_since on stored timeline
 // messages it did not return. covered is the conversation's CoveredTo.
 func (t *tick) freshWalk(ch string, covered TS) (int, int, error) {
-	readAt := t.now()
+	// ts values are Slack's clock: the window is placed by it, not by ours.
+	readAt := t.slackNow()
 	oldest := TSFromUnix(readAt.Add(-t.p.cfg.BulkWindow).Unix())
 	w := walk{ch: ch, floor: covered, seen: map[TS]bool{}, provable: true, started: readAt}
 	done, err := t.walk(&w, HistoryRequest{Channel: ch, Oldest: oldest, Limit: HistoryPageLimit})
@@ -48,7 +49,7 @@ func (t *tick) freshWalk(ch string, covered TS) (int, int, error) {
 // is left to read (the window's start moved past the walk's bottom): then the walk is
 // complete and the sweep goes on with a fresh walk.
 func (t *tick) resumeWalk(ch string, c Conversation) (bool, int, int, error) {
-	floor := TSFromUnix(t.now().Add(-t.p.cfg.BulkWindow).Unix())
+	floor := TSFromUnix(t.slackNow().Add(-t.p.cfg.BulkWindow).Unix())
 	if floor.Before(c.CoveredTo) {
 		floor = c.CoveredTo
 	}

@@ -27,6 +27,8 @@ type Client struct {
 	pacers  map[string]*pacer
 	log     *slog.Logger
 	onCall  func(method, outcome string, waited time.Duration)
+	onSkew  func(time.Duration)
+	skew    skewMeter
 }
 
 var _ readmodel.Source = (*Client)(nil)
@@ -60,6 +62,10 @@ func New(opts Options) (*Client, error) {
 		// slack-go's default client has no timeout at all (slack-go v0.35).
 		hc = &http.Client{Timeout: timeout}
 	}
+	// A copy, so the caller's client keeps its own redirect policy.
+	hcopy := *hc
+	hcopy.CheckRedirect = sameHostRedirect
+	hc = &hcopy
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -72,9 +78,10 @@ func New(opts Options) (*Client, error) {
 		pacers:  make(map[string]*pacer, len(rates)),
 		log:     log,
 		onCall:  opts.OnCall,
+		onSkew:  opts.OnClockSkew,
 	}
 	for _, m := range Methods {
-		p, err := newPacer(m, rates[m], opts.Pacing, log)
+		p, err := newPacer(m, rates[m], opts.Pacing, log, c.slackSkew)
 		if err != nil {
 			return nil, err
 		}
@@ -124,6 +131,9 @@ func (c *Client) call(ctx context.Context, method string, attempt attemptFunc) e
 		}
 		cancel()
 		took := time.Since(start)
+		if skew, ok := c.observeDate(cp); ok && c.onSkew != nil {
+			c.onSkew(skew)
+		}
 		if err == nil {
 			c.log.Debug("slack call", "method", method, "outcome", "ok", "duration", took, "waited", waited, "attempt", n)
 			c.report(method, "ok", waited)
@@ -171,4 +181,20 @@ func (c *Client) report(method, outcome string, waited time.Duration) {
 	if c.onCall != nil {
 		c.onCall(method, outcome, waited)
 	}
+}
+
+// errRedirect refuses a redirect to another host: slack-go sends the token in the
+// POST body, which a 307 or 308 sends on to wherever the answer points.
+var errRedirect = errors.New("redirect to another host refused (the token is never sent there)")
+
+// sameHostRedirect is the client's CheckRedirect: a redirect within the API host is
+// followed (up to 10, as net/http's default), one to another host is refused.
+func sameHostRedirect(req *http.Request, via []*http.Request) error {
+	if len(via) >= 10 {
+		return errors.New("stopped after 10 redirects")
+	}
+	if req.URL.Host != via[0].URL.Host || req.URL.Scheme != via[0].URL.Scheme {
+		return fmt.Errorf("%w: %s", errRedirect, req.URL.Host)
+	}
+	return nil
 }

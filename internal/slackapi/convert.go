@@ -35,7 +35,7 @@ func convertMessage(channel string, m *slack.Message) (readmodel.Message, error)
 	out := readmodel.Message{
 		Channel:    channel,
 		TS:         ts,
-		User:       m.User,
+		User:       author(m),
 		BotID:      m.BotID,
 		BotName:    botName(m),
 		Subtype:    m.SubType,
@@ -64,6 +64,15 @@ func convertMessage(channel string, m *slack.Message) (readmodel.Message, error)
 		}
 	}
 	return out, nil
+}
+
+// author is the message's user, or for a file_comment that has none (Slack's older
+// shape), the comment's user.
+func author(m *slack.Message) string {
+	if m.User == "" && m.Comment != nil {
+		return m.Comment.User
+	}
+	return m.User
 }
 
 // botName is a bot message's label source: username, else bot_profile.name

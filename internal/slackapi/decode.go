@@ -41,8 +41,10 @@ func salvageable(err error, c *capture) bool {
 }
 
 // salvagePage decodes a captured page body message by message. A message that does not
-// decode into slack.Message, or has an invalid ts, becomes an ItemError carrying its ts
-// when the raw object has a valid string ts; the others and the cursor are kept.
+// decode into slack.Message is decoded from the fields slackpoll keeps (keptMessage);
+// one whose kept fields do not decode either, or that has an invalid ts, becomes an
+// ItemError carrying its ts when the raw object has a valid string ts; the others and
+// the cursor are kept.
 //
 // Errors: an ok:false envelope returns slack.SlackErrorResponse (classified as usual);
 // a body that is not a JSON envelope (HTML, truncated) returns an error wrapping
@@ -63,8 +65,14 @@ func salvagePage(channel string, body []byte) (readmodel.Page, error) {
 	for _, raw := range env.Messages {
 		var m slack.Message
 		if err := json.Unmarshal(raw, &m); err != nil {
-			skipped = append(skipped, readmodel.ItemError{TS: rawTS(raw), Err: "decode message: " + err.Error()})
-			continue
+			// slack-go fails on fields we do not keep (blocks, attachments,
+			// files); the kept ones decide whether the message is stored.
+			k, kerr := decodeKept(raw)
+			if kerr != nil {
+				skipped = append(skipped, readmodel.ItemError{TS: rawTS(raw), Err: "decode message: " + kerr.Error()})
+				continue
+			}
+			m = k
 		}
 		good = append(good, m)
 	}
@@ -74,6 +82,35 @@ func salvagePage(channel string, body []byte) (readmodel.Page, error) {
 		Skipped:    append(skipped, bad...),
 		NextCursor: env.ResponseMetadata.NextCursor,
 	}, nil
+}
+
+// salvageReactionsMessage decodes the message of a captured reactions.get answer from
+// its kept fields, when slack-go failed on a field slackpoll does not keep.
+//
+// Errors: as salvagePage for the envelope; a message whose kept fields do not decode
+// wraps errMalformed.
+func salvageReactionsMessage(body []byte) (slack.Message, error) {
+	var env struct {
+		OK       bool            `json:"ok"`
+		Error    string          `json:"error"`
+		Needed   string          `json:"needed"`
+		Provided string          `json:"provided"`
+		Message  json.RawMessage `json:"message"`
+	}
+	if err := json.Unmarshal(body, &env); err != nil {
+		return slack.Message{}, fmt.Errorf("%w: %v", errMalformed, err)
+	}
+	if !env.OK {
+		if env.Error == "" {
+			return slack.Message{}, fmt.Errorf("%w: ok is false without an error code", errMalformed)
+		}
+		return slack.Message{}, slack.SlackErrorResponse{Err: env.Error, Needed: env.Needed, Provided: env.Provided}
+	}
+	m, err := decodeKept(env.Message)
+	if err != nil {
+		return slack.Message{}, fmt.Errorf("%w: reactions.get message: %v", errMalformed, err)
+	}
+	return m, nil
 }
 
 // rawTS reads "ts" from a raw message object when it is a valid ts string, else "".

@@ -23,6 +23,7 @@ const (
 	CodeMalformed         = "malformed_response"   // not JSON, truncated, or no valid envelope
 	CodeUndecodable       = "undecodable_response" // valid JSON of an unexpected shape
 	CodeUnexpected        = "unexpected_error"     // anything else
+	CodeRedirect          = "redirect_refused"     // a redirect to another host (sameHostRedirect)
 	codeHTTPStatusPattern = "http_%d"              // non-200 status without a Slack code
 )
 
@@ -89,6 +90,10 @@ func classify(method string, err error, token string) (ae *readmodel.APIError, r
 			ae.Err = fmt.Errorf("%w (no such API method here: check slack.api_url)", ae.Err)
 		}
 		return ae, sce.Code >= 500
+	case errors.Is(err, errRedirect):
+		// Deterministic: the same request is redirected the same way.
+		ae.Code = CodeRedirect
+		return ae, false
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &nerr) && nerr.Timeout():
 		ae.Code = CodeTimeout
 		return ae, true

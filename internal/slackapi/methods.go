@@ -230,10 +230,17 @@ func (c *Client) MemberConversations(ctx context.Context, types []string, cursor
 // (ClassItem); an answer without a message, or with an undecodable one, is malformed.
 func (c *Client) ReactionsGet(ctx context.Context, ref readmodel.Ref) (readmodel.Message, error) {
 	var out readmodel.Message
-	err := c.call(ctx, readmodel.MethodReactionsGet, func(ctx context.Context, _ *capture) error {
+	err := c.call(ctx, readmodel.MethodReactionsGet, func(ctx context.Context, cp *capture) error {
 		item, err := c.api.GetReactionsContext(ctx, slack.ItemRef{Channel: ref.Channel, Timestamp: string(ref.TS)}, slack.GetReactionsParameters{Full: true})
 		if err != nil {
-			return err
+			if !salvageable(err, cp) {
+				return err
+			}
+			m, kerr := salvageReactionsMessage(cp.body)
+			if kerr != nil {
+				return kerr
+			}
+			item = slack.ReactedItem{Item: slack.NewMessageItem(ref.Channel, &m)}
 		}
 		if item.Message == nil || item.Message.Timestamp == "" {
 			return fmt.Errorf("%w: reactions.get answer has no message", errMalformed)

@@ -3,6 +3,7 @@ package slackapi
 import (
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"sort"
 	"strings"
@@ -48,6 +49,10 @@ type Options struct {
 	// "transient", "item", "conversation", "token") and the time spent waiting for
 	// pacing and backoff before that attempt. It must be cheap and goroutine-safe.
 	OnCall func(method, outcome string, waited time.Duration)
+	// OnClockSkew, if set, is called after every answer that carries a Date header
+	// with Slack's clock minus ours (see Client.ClockSkew). It must be cheap and
+	// goroutine-safe.
+	OnClockSkew func(skew time.Duration)
 }
 
 // Methods lists the Slack methods the adapter calls, in a fixed order.
@@ -89,8 +94,8 @@ func resolveRates(rates map[string]float64) (map[string]float64, error) {
 		if !known[m] {
 			return nil, fmt.Errorf("slack rates: unknown method %q: want one of %s", m, strings.Join(Methods, ", "))
 		}
-		if !(r > 0) {
-			return nil, fmt.Errorf("slack rates: %s = %v: want requests per minute > 0", m, r)
+		if !(r >= readmodel.MinRatePerMinute) || math.IsInf(r, 0) {
+			return nil, fmt.Errorf("slack rates: %s = %v: want requests per minute, at least %v (one call a day)", m, r, readmodel.MinRatePerMinute)
 		}
 		out[m] = r
 	}

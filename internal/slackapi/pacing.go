@@ -32,15 +32,23 @@ type pacer struct {
 	lim     *rate.Limiter
 	store   PacingStore
 	log     *slog.Logger
+	// skew is Slack's clock minus ours and whether an answer has told it yet.
+	skew func() (time.Duration, bool)
 
 	mu        sync.Mutex
 	notBefore time.Time
 	lastCall  time.Time
+	// slackLastCall is lastCall by Slack's clock (zero while the skew is unknown).
+	slackLastCall time.Time
+	// slackNext is the previous process's last call + spacing by Slack's clock: until
+	// this process has made a call of its own, no call before it (see gate).
+	slackNext time.Time
 }
 
 // newPacer builds the pacer for method at perMinute requests per minute and restores
-// its persisted state: no call before state.LastCall + spacing nor state.NotBefore.
-func newPacer(method string, perMinute float64, store PacingStore, log *slog.Logger) (*pacer, error) {
+// its persisted state: no call before state.LastCall + spacing nor state.NotBefore,
+// nor, once skew knows Slack's clock, before state.SlackLastCall + spacing by it.
+func newPacer(method string, perMinute float64, store PacingStore, log *slog.Logger, skew func() (time.Duration, bool)) (*pacer, error) {
 	spacing := time.Duration(float64(time.Minute) / perMinute)
 	p := &pacer{
 		method:  method,
@@ -50,6 +58,7 @@ func newPacer(method string, perMinute float64, store PacingStore, log *slog.Log
 		lim:   rate.NewLimiter(rate.Every(spacing), 1),
 		store: store,
 		log:   log,
+		skew:  skew,
 	}
 	if store == nil {
 		return p, nil
@@ -59,13 +68,38 @@ func newPacer(method string, perMinute float64, store PacingStore, log *slog.Log
 		return nil, fmt.Errorf("load pacing state of %s: %w", method, err)
 	}
 	if ok {
+		st = p.bounded(st, time.Now())
 		p.lastCall = st.LastCall
 		p.notBefore = st.NotBefore
+		p.slackLastCall = st.SlackLastCall
+		if !st.SlackLastCall.IsZero() {
+			p.slackNext = st.SlackLastCall.Add(spacing)
+		}
 		if next := st.LastCall.Add(spacing); !st.LastCall.IsZero() && next.After(p.notBefore) {
 			p.notBefore = next
 		}
 	}
 	return p, nil
+}
+
+// bounded returns the persisted st bounded by what its times can mean, as of now. They
+// were written by the local clock, which may have been wrong then or be wrong now: a
+// clock set days ahead and then corrected would otherwise stop every call for days. A
+// last call cannot be later than now; it is taken as now (one spacing is waited). A
+// gate further ahead than one spacing and the longest Retry-After honoured cannot come
+// from a Retry-After; it is not waited for. Each is logged.
+func (p *pacer) bounded(st readmodel.MethodState, now time.Time) readmodel.MethodState {
+	if st.LastCall.After(now) {
+		p.log.Warn("slack pacing: persisted last call is in the future (the clock was ahead or went back); taking it as now",
+			"method", p.method, "last_call", st.LastCall.UTC().Format(time.RFC3339), "now", now.UTC().Format(time.RFC3339))
+		st.LastCall = now
+	}
+	if limit := now.Add(max(p.spacing, maxRetryAfter) + retryAfterMargin); st.NotBefore.After(limit) {
+		p.log.Warn("slack pacing: persisted retry time is further in the future than any Retry-After (the clock was ahead or went back); not waiting for it",
+			"method", p.method, "not_before", st.NotBefore.UTC().Format(time.RFC3339), "now", now.UTC().Format(time.RFC3339))
+		st.NotBefore = time.Time{}
+	}
+	return st
 }
 
 // acquire blocks until a call of the method may start, records it as the last call
@@ -75,7 +109,7 @@ func (p *pacer) acquire(ctx context.Context) (time.Duration, error) {
 	start := time.Now()
 	for {
 		p.mu.Lock()
-		nb := p.notBefore
+		nb := p.gate(time.Now())
 		p.mu.Unlock()
 		if err := sleepUntil(ctx, nb); err != nil {
 			return time.Since(start), err
@@ -96,8 +130,11 @@ func (p *pacer) acquire(ctx context.Context) (time.Duration, error) {
 			continue
 		}
 		p.lastCall = now
-		st := readmodel.MethodState{LastCall: now.Round(0), NotBefore: p.notBefore.Round(0)}
-		p.save(st)
+		p.slackLastCall, p.slackNext = time.Time{}, time.Time{}
+		if skew, ok := p.skew(); ok {
+			p.slackLastCall = now.Round(0).Add(skew)
+		}
+		p.save(p.state())
 		p.mu.Unlock()
 		return time.Since(start), nil
 	}
@@ -111,7 +148,37 @@ func (p *pacer) pushBack(t time.Time) {
 	if t.After(p.notBefore) {
 		p.notBefore = t
 	}
-	p.save(readmodel.MethodState{LastCall: p.lastCall.Round(0), NotBefore: p.notBefore.Round(0)})
+	p.save(p.state())
+}
+
+// state is the state to persist; called with p.mu held.
+func (p *pacer) state() readmodel.MethodState {
+	return readmodel.MethodState{LastCall: p.lastCall.Round(0), NotBefore: p.notBefore.Round(0), SlackLastCall: p.slackLastCall}
+}
+
+// gate is the earliest time, by our clock as of now, a call may start: notBefore, and
+// until this process has called, the previous process's last call + spacing by
+// Slack's clock once an answer has told the skew. Our clock may have moved between
+// the runs (an hour ahead: by it, the last call looks an hour old); Slack's has not.
+// It is bounded by one spacing from now, as newPacer bounds the local last call.
+// Called with p.mu held.
+func (p *pacer) gate(now time.Time) time.Time {
+	nb := p.notBefore
+	if p.slackNext.IsZero() {
+		return nb
+	}
+	skew, ok := p.skew()
+	if !ok {
+		return nb
+	}
+	local := p.slackNext.Add(-skew)
+	if limit := now.Add(p.spacing); local.After(limit) {
+		local = limit
+	}
+	if local.After(nb) {
+		return local
+	}
+	return nb
 }
 
 // save persists st; called with p.mu held so saves of one method stay in order. A

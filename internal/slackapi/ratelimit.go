@@ -2,6 +2,7 @@ package slackapi
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -16,6 +17,12 @@ const retryAfterMargin = time.Second
 
 // minRateLimitWait is the least a 429 without a usable Retry-After waits.
 const minRateLimitWait = time.Second
+
+// maxRetryAfter is the longest rate-limit wait honoured. Slack's Retry-After values are
+// seconds to a minute (Slack's rate-limit docs); a longer one is read as this, so that
+// one odd answer cannot stop a method for days. It also bounds a persisted gate: a
+// NotBefore further ahead than this cannot come from a Retry-After (newPacer).
+const maxRetryAfter = time.Hour
 
 // rateLimit describes one rate-limit answer: how long after it arrived the method may
 // be called again (before the margin), and where that number came from (for logs).
@@ -40,26 +47,26 @@ func asRateLimit(err error, c *capture, spacing time.Duration) (rateLimit, bool)
 	fallback := rateLimit{wait: max(spacing, minRateLimitWait), source: "no usable Retry-After: one spacing interval"}
 	var rl *slack.RateLimitedError
 	if errors.As(err, &rl) {
-		return rateLimit{wait: max(rl.RetryAfter, 0), source: "Retry-After"}, true
+		return capped(rateLimit{wait: max(rl.RetryAfter, 0), source: "Retry-After"}), true
 	}
 	var sce slack.StatusCodeError
 	if errors.As(err, &sce) && sce.Code == http.StatusTooManyRequests {
 		if rl, ok := headerRateLimit(c); ok {
-			return rl, true
+			return capped(rl), true
 		}
 		return fallback, true
 	}
 	var ne *strconv.NumError
 	if errors.As(err, &ne) && (!c.got || c.status == http.StatusTooManyRequests) {
 		if rl, ok := headerRateLimit(c); ok {
-			return rl, true
+			return capped(rl), true
 		}
 		return fallback, true
 	}
 	var ser slack.SlackErrorResponse
 	if errors.As(err, &ser) && ser.Err == "ratelimited" {
 		if rl, ok := headerRateLimit(c); ok {
-			return rl, true
+			return capped(rl), true
 		}
 		return fallback, true
 	}
@@ -90,4 +97,13 @@ func headerRateLimit(c *capture) (rateLimit, bool) {
 		return rateLimit{wait: max(t.Sub(base), 0), source: "Retry-After date"}, true
 	}
 	return rateLimit{}, false
+}
+
+// capped bounds rl's wait by maxRetryAfter.
+func capped(rl rateLimit) rateLimit {
+	if rl.wait > maxRetryAfter {
+		rl.wait = maxRetryAfter
+		rl.source += fmt.Sprintf(" (capped at %s)", maxRetryAfter)
+	}
+	return rl
 }

@@ -35,6 +35,10 @@ type Report struct {
 	NextTickAt *time.Time `json:"next_tick_at"`
 	// Feed is the change feed and the webhooks' outbox.
 	Feed Feed `json:"feed"`
+	// UndecodableRecords are the stored records found undecodable (skipped by every
+	// read): "message C1/1700000000.000100: <error>". Read from the store file,
+	// status decodes every record; from the daemon, they are those its reads met.
+	UndecodableRecords []string `json:"undecodable_records"`
 }
 
 // Conversation is one conversation's state: its export fields (README, "Commands" (export)), the
@@ -165,6 +169,7 @@ func Build(tx rm.Tx, in Input) (Report, error) {
 	if ok {
 		r.addTick(sum, in.Interval)
 	}
+	r.UndecodableRecords = append([]string{}, tx.Undecodable()...)
 	return r, nil
 }
 

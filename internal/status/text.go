@@ -39,6 +39,12 @@ func (r *Report) WriteText(w io.Writer) error {
 			p.line("catching up: %s's bulk window is read down to %s (%s); the next sweep reads on below it", c.ID, c.WalkResumesBelow, stamp(at))
 		}
 	}
+	if n := len(r.UndecodableRecords); n > 0 {
+		p.line("undecodable stored records: %d (skipped by every read; a message is replaced by the next read of it from Slack)", n)
+		for _, rec := range r.UndecodableRecords {
+			p.line("  %s", rec)
+		}
+	}
 	if id := r.Identity; id != nil {
 		p.line("token: team %s, bot user %s, bot %s; checked %s", id.TeamID, dash(id.UserID), dash(id.BotID), r.timeAgo(&id.CheckAt))
 	}

@@ -1,0 +1,92 @@
+package boltstore
+
+import (
+	"bytes"
+	"fmt"
+	"reflect"
+	"slices"
+	"sync"
+)
+
+// badRecords are the stored records reads found undecodable (a flipped bit: bbolt
+// checksums only its meta pages), by record name. Reads skip them, as absent, so that
+// one bad record stops neither the daemon nor an export; Tx.Undecodable reports them.
+// Each entry knows how to read its record again, so the report is exact for the
+// transaction that asks: a record replaced since (a healed message) drops out.
+type badRecords struct {
+	mu sync.Mutex
+	m  map[string]badRecord
+}
+
+type badRecord struct {
+	err string
+	// bad reports whether the record is still undecodable as t sees it.
+	bad func(t *tx) bool
+}
+
+func (b *badRecords) add(name string, err error, bad func(t *tx) bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.m == nil {
+		b.m = map[string]badRecord{}
+	}
+	b.m[name] = badRecord{err: err.Error(), bad: bad}
+}
+
+// list returns "name: error" of the records still undecodable in t, sorted, and
+// forgets the others.
+func (b *badRecords) list(t *tx) []string {
+	b.mu.Lock()
+	all := make(map[string]badRecord, len(b.m))
+	for n, r := range b.m {
+		all[n] = r
+	}
+	b.mu.Unlock()
+	out := make([]string, 0, len(all))
+	for n, r := range all {
+		if r.bad(t) {
+			out = append(out, n+": "+r.err)
+			continue
+		}
+		b.mu.Lock()
+		delete(b.m, n)
+		b.mu.Unlock()
+	}
+	slices.Sort(out)
+	return out
+}
+
+// addMessage records the undecodable message value of (channel, k).
+func (t *tx) addMessage(channel string, k []byte, err error) {
+	key := bytes.Clone(k)
+	t.bad.add(fmt.Sprintf("message %s/%s", channel, keyString(k)), err, func(t *tx) bool {
+		cb, err := t.channel(channel, false)
+		if err != nil || cb == nil {
+			return false
+		}
+		v := cb.msgs.Get(key)
+		if v == nil {
+			return false
+		}
+		_, err = decodeMessage(channel, v)
+		return err != nil
+	})
+}
+
+// addJSON records the undecodable JSON value under key in bucket, which decodes into
+// a value of out's type.
+func (t *tx) addJSON(bucket, k []byte, out any, err error) {
+	key := bytes.Clone(k)
+	typ := reflect.TypeOf(out).Elem()
+	t.bad.add(fmt.Sprintf("%s/%s", bucket, key), err, func(t *tx) bool {
+		b := t.btx.Bucket(bucket)
+		if b == nil {
+			return false
+		}
+		v := b.Get(key)
+		return v != nil && decodeJSON(v, reflect.New(typ).Interface()) != nil
+	})
+}
+
+// Undecodable implements readmodel.Tx.
+func (t *tx) Undecodable() []string { return t.bad.list(t) }

@@ -1,0 +1,134 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	bbolt "go.etcd.io/bbolt"
+
+	boltstore "github.com/slackpoll/slackpoll/internal/bolt"
+	rm "github.com/slackpoll/slackpoll/internal/readmodel"
+)
+
+// damagedStoreFile writes a store with a conversation and 3,000 messages, then
+// overwrites 8 pages in the middle of the file: the pages status reads (meta,
+// conversations, counts) are intact, message pages are not.
+func damagedStoreFile(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "slackpoll.db")
+	s, err := boltstore.Open(path, boltstore.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.Update(func(tx rm.Tx) error {
+		if err := tx.PutConversation(rm.Conversation{ID: "C0AAAAAAA", Name: "general", Type: rm.TypePublicChannel, Status: rm.StatusOK}); err != nil {
+			return err
+		}
+		for i := range 3000 {
+			m := rm.Message{Channel: "C0AAAAAAA", TS: rm.TS(fmt.Sprintf("17000%05d.000000", i)), User: "U1", Text: strings.Repeat("text ", 20)}
+			if err := tx.PutMessage(m); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteAt(make([]byte, 8*4096), fi.Size()/2/4096*4096); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// A damaged store makes status and export exit 1 saying what happened and what
+// to do — not panic, not fault, not print a healthy table.
+func TestDamagedStoreIsReportedByEveryReadCommand(t *testing.T) {
+	path := damagedStoreFile(t)
+	cfg := writeConfig(t, cfgOpts{store: path, convs: []string{"C0AAAAAAA"}})
+	for _, args := range [][]string{
+		{"status"},
+		{"status", "--json"},
+		{"export"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			code, out, errOut := runCLI(context.Background(), append([]string{args[0], "--config", cfg}, args[1:]...)...)
+			if code != ExitRuntime {
+				t.Errorf("exit %d, want %d; stdout:\n%s\nstderr:\n%s", code, ExitRuntime, out, errOut)
+			}
+			wantContains(t, "stderr", errOut, "store "+path+" is damaged", "restore a backup or move it aside")
+		})
+	}
+}
+
+// spoiledStoreFile writes a store with a conversation and three messages, the middle
+// one's stored value overwritten with bytes no decoder accepts.
+func spoiledStoreFile(t *testing.T) (path string, bad rm.TS) {
+	t.Helper()
+	path = filepath.Join(t.TempDir(), "slackpoll.db")
+	s, err := boltstore.Open(path, boltstore.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.Update(func(tx rm.Tx) error {
+		if err := tx.PutConversation(rm.Conversation{ID: "C0AAAAAAA", Name: "general", Type: rm.TypePublicChannel, Status: rm.StatusOK}); err != nil {
+			return err
+		}
+		for _, ts := range []rm.TS{"1700000001.000000", "1700000002.000000", "1700000003.000000"} {
+			if err := tx.PutMessage(rm.Message{Channel: "C0AAAAAAA", TS: ts, User: "U1", Text: "m " + string(ts)}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad = "1700000002.000000"
+	k := bad.Key()
+	err = s.DB().Update(func(btx *bbolt.Tx) error {
+		return btx.Bucket([]byte("chan")).Bucket([]byte("C0AAAAAAA")).Bucket([]byte("m")).Put(k[:], []byte{2, 0xff, 0xff, 0xff})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path, bad
+}
+
+// One undecodable stored message: export writes everything else, names the record
+// and exits 1; status counts it.
+func TestUndecodableRecordIsSkippedByExportAndCountedByStatus(t *testing.T) {
+	path, bad := spoiledStoreFile(t)
+	cfg := writeConfig(t, cfgOpts{store: path, convs: []string{"C0AAAAAAA"}})
+	code, out, errOut := runCLI(context.Background(), "export", "--config", cfg)
+	if code != ExitRuntime {
+		t.Errorf("export exit %d, want %d; stderr:\n%s", code, ExitRuntime, errOut)
+	}
+	wantContains(t, "export stdout", out, `"kind":"conversation"`, "1700000001.000000", "1700000003.000000")
+	wantContains(t, "export stderr", errOut, "C0AAAAAAA/"+string(bad), "undecodable")
+
+	code, out, errOut = runCLI(context.Background(), "status", "--config", cfg)
+	if code != ExitOK {
+		t.Errorf("status exit %d, want 0; stderr:\n%s", code, errOut)
+	}
+	wantContains(t, "status", out, "undecodable stored records: 1", "C0AAAAAAA/"+string(bad))
+}

@@ -1,0 +1,51 @@
+package httpapi
+
+import (
+	"mime"
+	"net"
+	"net/http"
+	"strings"
+)
+
+// checkHost refuses (403) a request whose Host names neither a loopback name
+// (localhost, *.localhost), an IP address, nor the host of the configured listen
+// address. A web page on evil.example that re-resolves its name to 127.0.0.1 (DNS
+// rebinding) reaches the API with Host: evil.example; an IP literal cannot be
+// re-resolved, so it is served.
+func checkHost(listen string, next http.Handler) http.Handler {
+	own, _, err := net.SplitHostPort(listen)
+	if err != nil {
+		own = ""
+	}
+	own = strings.ToLower(own)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host := strings.ToLower(r.Host)
+		if h, _, err := net.SplitHostPort(host); err == nil {
+			host = h
+		}
+		host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+		if host == "localhost" || strings.HasSuffix(host, ".localhost") || net.ParseIP(host) != nil || own != "" && host == own {
+			next.ServeHTTP(w, r)
+			return
+		}
+		writeError(w, http.StatusForbidden, "Host %.80q is not this API's: use localhost, an IP address or the host of http.listen", r.Host)
+	})
+}
+
+// requireJSON refuses (415) a POST, PUT or PATCH whose Content-Type is not
+// application/json. A web page can send a cross-origin POST without a CORS preflight
+// only as text/plain, a form or multipart; requiring JSON makes the browser ask
+// first, and the API answers no CORS. (DELETE always needs a preflight.)
+func requireJSON(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.Method {
+		case http.MethodPost, http.MethodPut, http.MethodPatch:
+			mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+			if err != nil || mt != "application/json" {
+				writeError(w, http.StatusUnsupportedMediaType, "send the body as Content-Type: application/json")
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
