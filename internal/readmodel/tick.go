@@ -51,9 +51,11 @@ type tick struct {
 	watched, watchedThreads map[Ref]bool
 	// failedUsers are users whose users.info failed this tick: retried on a later tick.
 	failedUsers map[string]bool
-	// active counts the streams running and not waiting for work: once it is 0, no
-	// stream can produce work for another, and the waiting ones stop.
-	active int
+	// active counts the streams running and not waiting for work; waiting holds the
+	// work tests of the streams waiting. Once no stream is active and none has work,
+	// no stream can produce work for another, and the waiting ones stop.
+	active  int
+	waiting map[*func() bool]bool
 	// Throughput of this tick, for the staleness estimates.
 	reads, watchedReads, threadReads int
 	// rangeCalls and threadCalls are the history calls of tail ranges and the
@@ -193,22 +195,41 @@ func unfatal(err error) error {
 
 // waitForWork blocks until ready (called with mu held) reports work, and returns
 // true; or returns false once no stream is left that could produce any (every other
-// one stopped or waiting too), or the tick is over.
+// one stopped, or waiting with no work of its own), or the tick is over. A stream
+// woken with work counts as active only once it runs again, so "no stream active" is
+// not enough: the users stream stopped while the replies stream, woken with a
+// thread whose authors it was about to note, had not run yet.
 func (t *tick) waitForWork(ready func() bool) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.active--
 	t.cond.Broadcast()
 	defer func() { t.active++ }()
+	if t.waiting == nil {
+		t.waiting = map[*func() bool]bool{}
+	}
+	t.waiting[&ready] = true
+	defer delete(t.waiting, &ready)
 	for {
 		if ready() {
 			return true
 		}
-		if t.active == 0 || t.ctx.Err() != nil || t.now().After(t.deadline) {
+		if t.ctx.Err() != nil || t.now().After(t.deadline) || t.active == 0 && !t.otherHasWorkLocked(&ready) {
 			return false
 		}
 		t.cond.Wait()
 	}
+}
+
+// otherHasWorkLocked reports whether a waiting stream other than self has work: it
+// was woken and runs next. Called with mu held.
+func (t *tick) otherHasWorkLocked(self *func() bool) bool {
+	for other := range t.waiting {
+		if other != self && (*other)() {
+			return true
+		}
+	}
+	return false
 }
 
 // wake tells waiting streams that work was queued; called with mu held.
