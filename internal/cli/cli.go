@@ -33,10 +33,12 @@ Usage:
   slackpoll export [--config F]            the whole read model as JSON Lines on stdout
   slackpoll track  [--config F] [--record KEY] CHANNEL TS
   slackpoll demo   [--duration D] [--seed N] runs against a built-in simulated workspace
+  slackpoll version                        version, VCS revision and Go version
 
 The config path defaults to $SLACKPOLL_CONFIG, else ./slackpoll.yaml; run and once
-read the bot token from slack.token (default ${SLACK_BOT_TOKEN}). Flags may follow
-the arguments; "slackpoll COMMAND --help" describes a command's flags.
+read the bot token from slack.token (default ${SLACK_BOT_TOKEN}). --config may also
+come before the command, and flags may follow the arguments; "slackpoll COMMAND
+--help" describes a command's flags.
 Exit status: 0 success, 1 runtime failure, 2 usage or config error.
 `
 
@@ -89,8 +91,10 @@ func Main(ctx context.Context, args []string, env Env) int {
 		code = ExitUsage
 	}
 	fmt.Fprintf(env.Stderr, "slackpoll: %v\n", err)
-	if code == ExitUsage && !errors.Is(err, config.ErrInvalid) {
-		fmt.Fprint(env.Stderr, "\n"+usage)
+	// A usage error says where the usage is rather than burying the error under it.
+	var he *helpError
+	if errors.As(err, &he) {
+		fmt.Fprintln(env.Stderr, he.hint())
 	}
 	return code
 }
@@ -102,7 +106,13 @@ type command struct {
 	nargs int
 	run   func(ctx context.Context, c *cmdCtx) error
 	flags func(fs *pflag.FlagSet, c *cmdCtx)
+	// argsOK, if set, checks the positional arguments instead of nargs.
+	argsOK func(c *cmdCtx) error
+	// noConfig marks the commands that read no config file.
+	noConfig bool
 }
+
+func (cmd *command) usesConfig() bool { return !cmd.noConfig }
 
 // cmdCtx is what a command gets: parsed flags and arguments, and the environment.
 type cmdCtx struct {
@@ -132,16 +142,19 @@ var commands = []command{
 	{name: "demo", about: "Run the daemon against a built-in simulated Slack workspace; no token needed.", run: cmdDemo, flags: func(fs *pflag.FlagSet, c *cmdCtx) {
 		fs.StringVar(&c.duration, "duration", "30s", "how long the simulated workspace changes before the final comparison")
 		fs.Int64Var(&c.seed, "seed", 1, "seed of the generated workspace, its changes and faults")
-	}},
+	}, noConfig: true},
+	{name: "version", about: "Print the version, VCS revision and Go version of this binary.", run: cmdVersion, noConfig: true},
 }
 
 func dispatch(ctx context.Context, args []string, env Env) error {
-	if len(args) == 0 {
-		return usageErr("no command given")
+	c := &cmdCtx{env: env}
+	args, done, err := globalFlags(args, c)
+	if err != nil || done {
+		return err
 	}
-	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprint(env.Stdout, usage)
-		return nil
+	if len(args) == 0 {
+		fmt.Fprint(env.Stderr, usage+"\n")
+		return usageErr("no command given")
 	}
 	var cmd *command
 	for i := range commands {
@@ -150,13 +163,15 @@ func dispatch(ctx context.Context, args []string, env Env) error {
 		}
 	}
 	if cmd == nil {
-		return usageErr("unknown command %q", args[0])
+		return &helpError{usageErr("unknown command %q", args[0]), ""}
 	}
-	c := &cmdCtx{env: env}
+	global := c.configPath
 	fs := pflag.NewFlagSet(cmd.name, pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	if cmd.name != "demo" {
-		fs.StringVarP(&c.configPath, "config", "c", "", "config file (default $SLACKPOLL_CONFIG, else ./slackpoll.yaml)")
+	if cmd.usesConfig() {
+		fs.StringVarP(&c.configPath, "config", "c", global, "config file (default $SLACKPOLL_CONFIG, else ./slackpoll.yaml)")
+	} else if global != "" {
+		return &helpError{usageErr("%s takes no --config", cmd.name), cmd.name}
 	}
 	if cmd.flags != nil {
 		cmd.flags(fs, c)
@@ -166,18 +181,22 @@ func dispatch(ctx context.Context, args []string, env Env) error {
 			fmt.Fprintf(env.Stdout, "Usage: slackpoll %s [flags] %s\n\n%s\n\nFlags:\n%s", cmd.name, cmd.args, cmd.about, fs.FlagUsages())
 			return nil
 		}
-		return usageErr("%s: %v", cmd.name, err)
+		return &helpError{usageErr("%s: %v", cmd.name, err), cmd.name}
 	}
 	c.args = fs.Args()
 	want := cmd.nargs
 	if cmd.name == "show" && c.record != "" {
 		want = 0
 	}
-	if len(c.args) != want {
-		if want == 0 {
-			return usageErr("%s takes no arguments, got %q", cmd.name, strings.Join(c.args, " "))
+	if cmd.argsOK != nil {
+		if err := cmd.argsOK(c); err != nil {
+			return &helpError{err, cmd.name}
 		}
-		return usageErr("%s needs %s, got %q", cmd.name, cmd.args, strings.Join(c.args, " "))
+	} else if len(c.args) != want {
+		if want == 0 {
+			return &helpError{usageErr("%s takes no arguments, got %q", cmd.name, strings.Join(c.args, " ")), cmd.name}
+		}
+		return &helpError{usageErr("%s needs %s, got %q", cmd.name, cmd.args, strings.Join(c.args, " ")), cmd.name}
 	}
 	return runtimeErr(cmd.run(ctx, c))
 }
