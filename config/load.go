@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"regexp"
 )
 
@@ -48,7 +49,27 @@ func Load(path string) (*Config, error) {
 		}
 		return nil, &Error{File: path, Msg: msg, Err: err}
 	}
-	return parse(path, data, os.LookupEnv)
+	c, err := parse(path, data, os.LookupEnv)
+	if err != nil {
+		return nil, err
+	}
+	c.resolvePaths(path)
+	return c, nil
+}
+
+// resolvePaths makes a relative store.path relative to the directory of the config
+// file at path, and absolute: a command run from another directory (cron, systemd, a
+// second terminal) then opens the same store instead of creating a new one where it
+// happens to run.
+func (c *Config) resolvePaths(path string) {
+	if filepath.IsAbs(c.Store.Path) {
+		return
+	}
+	dir := filepath.Dir(path)
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	c.Store.Path = filepath.Join(dir, c.Store.Path)
 }
 
 // parse decodes data on top of the defaults and validates the result.
