@@ -33,6 +33,9 @@ Usage:
   slackpoll export [--config F]            the whole read model as JSON Lines on stdout
   slackpoll track  [--config F] [--record KEY] CHANNEL TS
   slackpoll demo   [--duration D] [--seed N] runs against a built-in simulated workspace
+  slackpoll demo   --listen ADDR [--api ADDR] [--dir D]
+                                          serves a changing simulated workspace to poll with run
+  slackpoll backup [--config F] FILE       a consistent copy of the store, also while run holds it
   slackpoll version                        version, VCS revision and Go version
 
 The config path defaults to $SLACKPOLL_CONFIG, else ./slackpoll.yaml; run and once
@@ -122,6 +125,7 @@ type cmdCtx struct {
 	record     string
 	duration   string
 	seed       int64
+	live       demoLive // demo --listen: the explorable demo
 	args       []string
 }
 
@@ -142,7 +146,9 @@ var commands = []command{
 	{name: "demo", about: "Run the daemon against a built-in simulated Slack workspace; no token needed.", run: cmdDemo, flags: func(fs *pflag.FlagSet, c *cmdCtx) {
 		fs.StringVar(&c.duration, "duration", "30s", "how long the simulated workspace changes before the final comparison")
 		fs.Int64Var(&c.seed, "seed", 1, "seed of the generated workspace, its changes and faults")
+		c.live.flags(fs)
 	}, noConfig: true},
+	{name: "backup", about: "Write a consistent copy of the store to FILE, also while run holds it (through its API).", args: "FILE", nargs: 1, run: cmdBackup},
 	{name: "version", about: "Print the version, VCS revision and Go version of this binary.", run: cmdVersion, noConfig: true},
 }
 

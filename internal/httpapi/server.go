@@ -11,6 +11,8 @@
 //	GET  /v1/users/{id}                           one user line (to resolve reaction users)
 //	POST /v1/tracked                              {"channel","ts","record"} → the message line
 //	GET  /v1/status                               the status report (internal/status.Report)
+//	GET  /v1/export                               the whole read model as JSON Lines (slackpoll export)
+//	GET  /v1/backup                               a consistent copy of the store file (slackpoll backup)
 //	GET  /healthz                                 200 while the process serves; no token needed
 //	GET  /readyz                                  200 when the store is open and Ready() is nil
 //	GET  /metrics                                 Prometheus text format, names slackpoll_*
@@ -91,6 +93,8 @@ func New(opts Options) http.Handler {
 	mux.HandleFunc("GET /v1/users/{id}", a.user)
 	mux.HandleFunc("POST /v1/tracked", a.track)
 	mux.HandleFunc("GET /v1/status", a.status)
+	mux.HandleFunc("GET /v1/export", a.export)
+	mux.HandleFunc("GET /v1/backup", a.backup)
 	mux.HandleFunc("GET /healthz", healthz)
 	mux.HandleFunc("GET /readyz", a.readyz)
 	mux.Handle("GET /metrics", m.handler())
