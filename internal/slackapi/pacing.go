@@ -36,6 +36,7 @@ type pacer struct {
 	mu        sync.Mutex
 	notBefore time.Time
 	lastCall  time.Time
+	wait      waitState // for Client.Waiting
 }
 
 // newPacer builds the pacer for method at perMinute requests per minute and restores
@@ -73,10 +74,14 @@ func newPacer(method string, perMinute float64, store PacingStore, log *slog.Log
 // first (the limiter reservation is then given back).
 func (p *pacer) acquire(ctx context.Context) (time.Duration, error) {
 	start := time.Now()
+	defer p.wait.clear()
 	for {
 		p.mu.Lock()
 		nb := p.notBefore
 		p.mu.Unlock()
+		if time.Now().Before(nb) {
+			p.wait.set(nb, p.wait.gateReason())
+		}
 		if err := sleepUntil(ctx, nb); err != nil {
 			return time.Since(start), err
 		}
@@ -84,6 +89,9 @@ func (p *pacer) acquire(ctx context.Context) (time.Duration, error) {
 		// ctx deadline is nearer than the token (x/time/rate docs), and a 60 s wait is part
 		// of the call.
 		r := p.lim.Reserve()
+		if d := r.Delay(); d > 0 {
+			p.wait.set(time.Now().Add(d), WaitRate)
+		}
 		if err := ctxsleep.Sleep(ctx, r.Delay()); err != nil {
 			r.Cancel()
 			return time.Since(start), err
@@ -110,6 +118,7 @@ func (p *pacer) pushBack(t time.Time) {
 	defer p.mu.Unlock()
 	if t.After(p.notBefore) {
 		p.notBefore = t
+		p.wait.rateLimited()
 	}
 	p.save(readmodel.MethodState{LastCall: p.lastCall.Round(0), NotBefore: p.notBefore.Round(0)})
 }
