@@ -39,7 +39,11 @@ import (
 //	slackpoll_physical_limit_seconds                       least time the rates allow for a full rotation (absent when unknown)
 //	slackpoll_head_age_seconds{channel}                    time since a conversation's last head read, at the last tick's end
 //
-// plus the Go runtime and process collectors as slackpoll_go_* and slackpoll_process_*.
+//	slackpoll_tick_interval_seconds                        tick.interval (SetTickConfig)
+//	slackpoll_tick_soft_deadline_seconds                   tick.soft_deadline (SetTickConfig)
+//
+// plus the Go runtime and process collectors under their standard names: go_*,
+// process_* and go_build_info.
 // Its methods are safe for concurrent use.
 type Metrics struct {
 	reg *prometheus.Registry
@@ -113,10 +117,11 @@ func NewMetrics() *Metrics {
 	m.store = &storeCollector{}
 	m.reg.MustRegister(m.calls, m.rateLimited, m.retryWait, m.wait, m.ticks, m.tickDur,
 		m.skipped, m.written, m.threads, m.tailReads, m.lastTickEnd, m.store)
-	// The contract wants every name to start with slackpoll_, the runtime's too:
-	// slackpoll_go_goroutines, slackpoll_process_resident_memory_bytes, ...
-	prometheus.WrapRegistererWithPrefix("slackpoll_", m.reg).MustRegister(
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// The runtime's metrics keep their standard names (go_goroutines,
+	// process_resident_memory_bytes, go_build_info), so stock dashboards and alerts
+	// work unchanged.
+	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		collectors.NewBuildInfoCollector())
 	return m
 }
 
