@@ -28,13 +28,15 @@ Usage:
   slackpoll run    [--config F]            daemon: ticks until SIGINT/SIGTERM
   slackpoll once   [--config F]            one tick, then exit
   slackpoll status [--config F] [--json]   coverage, staleness, per-conversation state, last tick
-  slackpoll show   [--config F] [--json] CHANNEL TS | --record KEY
+  slackpoll show   [--config F] [--json] CHANNEL TS | LINK | --record KEY
                                           one message with its thread and resolved names
   slackpoll export [--config F]            the whole read model as JSON Lines on stdout
-  slackpoll track  [--config F] [--record KEY] CHANNEL TS
+  slackpoll track  [--config F] [--record KEY] CHANNEL TS | LINK
+                                          LINK: a message link from Slack's "Copy link"
   slackpoll demo   [--duration D] [--seed N] runs against a built-in simulated workspace
   slackpoll demo   --listen ADDR [--api ADDR] [--dir D]
                                           serves a changing simulated workspace to poll with run
+  slackpoll config [--config F]            the effective config, secrets redacted
   slackpoll backup [--config F] FILE       a consistent copy of the store, also while run holds it
   slackpoll version                        version, VCS revision and Go version
 
@@ -135,12 +137,12 @@ var commands = []command{
 	{name: "status", about: "Show coverage, staleness, per-conversation state and the last tick.", run: cmdStatus, flags: func(fs *pflag.FlagSet, c *cmdCtx) {
 		fs.BoolVar(&c.jsonOut, "json", false, "print JSON instead of a table")
 	}},
-	{name: "show", about: "Show one message with its thread, reactions and display names.", args: "CHANNEL TS", nargs: 2, run: cmdShow, flags: func(fs *pflag.FlagSet, c *cmdCtx) {
+	{name: "show", about: "Show one message with its thread, reactions and display names.", args: "CHANNEL TS | LINK", nargs: 2, argsOK: messageArgs("show"), run: cmdShow, flags: func(fs *pflag.FlagSet, c *cmdCtx) {
 		fs.StringVar(&c.record, "record", "", "show the message tracked under this record key instead of CHANNEL TS")
 		fs.BoolVar(&c.jsonOut, "json", false, "print the export line")
 	}},
 	{name: "export", about: "Print the whole read model as JSON Lines (conversations, messages, users).", run: cmdExport},
-	{name: "track", about: "Track a message (read first on the next tick), optionally under a record key of yours.", args: "CHANNEL TS", nargs: 2, run: cmdTrack, flags: func(fs *pflag.FlagSet, c *cmdCtx) {
+	{name: "track", about: "Track a message (read first on the next tick), optionally under a record key of yours.", args: "CHANNEL TS | LINK", nargs: 2, argsOK: messageArgs("track"), run: cmdTrack, flags: func(fs *pflag.FlagSet, c *cmdCtx) {
 		fs.StringVar(&c.record, "record", "", "attach this record key (an id of yours, e.g. ticket-42)")
 	}},
 	{name: "demo", about: "Run the daemon against a built-in simulated Slack workspace; no token needed.", run: cmdDemo, flags: func(fs *pflag.FlagSet, c *cmdCtx) {
@@ -148,6 +150,7 @@ var commands = []command{
 		fs.Int64Var(&c.seed, "seed", 1, "seed of the generated workspace, its changes and faults")
 		c.live.flags(fs)
 	}, noConfig: true},
+	{name: "config", about: "Print the effective config (defaults, file, environment) with secrets redacted.", run: cmdConfig},
 	{name: "backup", about: "Write a consistent copy of the store to FILE, also while run holds it (through its API).", args: "FILE", nargs: 1, run: cmdBackup},
 	{name: "version", about: "Print the version, VCS revision and Go version of this binary.", run: cmdVersion, noConfig: true},
 }

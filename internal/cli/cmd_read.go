@@ -29,7 +29,7 @@ func cmdExport(ctx context.Context, c *cmdCtx) error {
 	return r.store.View(func(tx rm.Tx) error { return rm.Export(tx, c.env.Stdout, cfg.Conversations) })
 }
 
-// cmdTrack is `slackpoll track [--record KEY] CHANNEL TS`: adds the message to the
+// cmdTrack is `slackpoll track [--record KEY] CHANNEL TS|LINK`: adds the message to the
 // tracked set (created in the store if needed); the next tick reads it. While the
 // daemon holds the store, it asks the daemon's API (POST /v1/tracked).
 func cmdTrack(ctx context.Context, c *cmdCtx) error {
@@ -37,14 +37,11 @@ func cmdTrack(ctx context.Context, c *cmdCtx) error {
 	if err != nil {
 		return err
 	}
-	ch, tsArg := c.args[0], c.args[1]
-	ts, err := rm.ParseTS(tsArg)
+	ref, err := parseMessageRef(c.args)
 	if err != nil {
 		return usageErr("track: %v", err)
 	}
-	if !rm.ValidConversationID(ch) {
-		return usageErr("track: %q is not a Slack conversation ID (C…, G… or D…, as shown in the conversation's details in Slack)", ch)
-	}
+	ch, ts := ref.Channel, ref.TS
 	w, err := openWriter(cfg)
 	if err != nil {
 		return err
