@@ -1,5 +1,5 @@
 // Package httpapi is slackpoll's HTTP read API (README, "Commands"): the read model as
-// export lines (§6) over HTTP while the daemon holds the store, plus POST /v1/tracked,
+// export lines (README, "Commands") over HTTP while the daemon holds the store, plus POST /v1/tracked,
 // the status report, /healthz, /readyz and Prometheus /metrics.
 //
 // Routes (Go 1.22 ServeMux patterns):
