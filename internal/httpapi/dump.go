@@ -27,11 +27,9 @@ func noWriteDeadline(w http.ResponseWriter) {
 func (a *api) export(w http.ResponseWriter, r *http.Request) {
 	noWriteDeadline(w)
 	w.Header().Set("Content-Type", "application/x-ndjson")
-	err := a.store.View(func(tx rm.Tx) error { return rm.Export(tx, w, a.configured) })
-	if err != nil {
-		a.log.Error("export failed", "err", err)
-		panic(http.ErrAbortHandler) // cut the stream: a client must not take a partial export for a whole one
-	}
+	cw := &clientWriter{w: w}
+	err := a.store.View(func(tx rm.Tx) error { return rm.Export(tx, cw, a.configured) })
+	a.streamFailed(r, cw, "export", err)
 }
 
 // backup is GET /v1/backup: a consistent copy of the store file (bbolt Tx.WriteTo),
@@ -45,8 +43,37 @@ func (a *api) backup(w http.ResponseWriter, r *http.Request) {
 	noWriteDeadline(w)
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.Header().Set("Content-Disposition", `attachment; filename="slackpoll-backup.db"`)
-	if _, err := b.Backup(w); err != nil {
-		a.log.Error("backup failed", "err", err)
-		panic(http.ErrAbortHandler) // cut the stream: a partial copy must not look whole
+	cw := &clientWriter{w: w}
+	_, err := b.Backup(cw)
+	a.streamFailed(r, cw, "backup", err)
+}
+
+// streamFailed ends a streamed answer that failed: a client that went away (`export
+// | head`) is no error of the daemon's; any other failure is logged and the stream is
+// cut, so that a partial answer cannot pass for a whole one.
+func (a *api) streamFailed(r *http.Request, cw *clientWriter, what string, err error) {
+	if err == nil {
+		return
 	}
+	if cw.err != nil || r.Context().Err() != nil {
+		a.log.Debug(what+" ended: the client went away", "err", err)
+		return
+	}
+	a.log.Error(what+" failed", "err", err)
+	panic(http.ErrAbortHandler)
+}
+
+// clientWriter remembers whether writing to the client failed, to tell a client that
+// went away from a failure of the store.
+type clientWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (c *clientWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	if err != nil {
+		c.err = err
+	}
+	return n, err
 }

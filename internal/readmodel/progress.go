@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -168,8 +169,8 @@ func (t *tick) progress() []any {
 	}
 	attrs := []any{
 		"tick", t.p.tickNo,
-		"elapsed", now.Sub(t.start).Round(time.Second).String(),
-		"soft_deadline_in", max(t.deadline.Sub(now), 0).Round(time.Second).String(),
+		"elapsed", shortDuration(now.Sub(t.start).Round(time.Second)),
+		"soft_deadline_in", shortDuration(max(t.deadline.Sub(now), 0).Round(time.Second)),
 		slog.Group("calls", callAttrs...),
 	}
 	if len(reading) > 0 {
@@ -209,6 +210,18 @@ func (p *Poller) logFirstSync() {
 	least := time.Duration(float64(never) / history * float64(time.Minute)).Round(time.Second)
 	p.log.Info("first sync: conversations never read",
 		"conversations", never,
-		"at_least", least.String(),
-		"why", fmt.Sprintf("one conversations.history call per conversation for its last %s (%g a minute), one more per further page of messages; then one conversations.replies call per thread (%g a minute); each tick logs the physical limit once the store is known", p.cfg.BulkWindow, history, replies))
+		"at_least", shortDuration(least),
+		"why", fmt.Sprintf("one conversations.history call per conversation for its last %s (%g a minute), one more per further page of messages; then one conversations.replies call per thread (%g a minute); each tick logs the physical limit once the store is known", shortDuration(p.cfg.BulkWindow), history, replies))
+}
+
+// shortDuration drops a duration's zero tails: 72h rather than 72h0m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return s
 }

@@ -85,8 +85,11 @@ func TestLongTickLogsProgress(t *testing.T) {
 			t.Errorf("tick started lines = %v, want one for tick 1", got)
 		}
 		first := logs.lines(t, "first sync: conversations never read")
-		if len(first) != 1 || first[0]["conversations"] != 2.0 || first[0]["at_least"] != "2m0s" {
-			t.Errorf("first sync lines = %v, want 2 conversations, at least 2m0s at 1 a minute", first)
+		if len(first) != 1 || first[0]["conversations"] != 2.0 || first[0]["at_least"] != "2m" {
+			t.Errorf("first sync lines = %v, want 2 conversations, at least 2m at 1 a minute", first)
+		}
+		if why, _ := first[0]["why"].(string); !strings.Contains(why, "for its last 72h (1 a minute)") {
+			t.Errorf("first sync line says %q, want the 72h window and the rate", why)
 		}
 		progress := logs.lines(t, "tick in progress")
 		// Two history calls of 70 s each: 140 s, so at least 4 progress lines.
