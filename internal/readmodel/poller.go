@@ -234,6 +234,7 @@ func (p *Poller) Tick(ctx context.Context) (TickSummary, error) {
 		err = storeErr(perr)
 	}
 	p.logSummary(sum, err)
+	p.logFirstSyncProgress(sum)
 	if p.cfg.OnTick != nil {
 		p.cfg.OnTick(sum)
 	}

@@ -182,27 +182,43 @@ func (t *tick) progress() []any {
 	return attrs
 }
 
-// logFirstSync logs, when some configured conversations were never read, the least
-// time their first read takes at the configured rates: one conversations.history call
-// each for the bulk window (more where it holds more than a page), then one
-// conversations.replies call per thread, which only the reads can count.
-func (p *Poller) logFirstSync() {
-	never := 0
-	err := p.store.View(func(tx Tx) error {
-		read := map[string]bool{}
+// unreadConversations counts the configured conversations whose bulk window was
+// never read, out of those that may be read: not stored yet, pending or ok. One the
+// bot cannot read (not_in_channel, missing_scope, …) waits for the operator, not for
+// the first sync.
+func (p *Poller) unreadConversations() (unread, readable int, err error) {
+	err = p.store.View(func(tx Tx) error {
+		known := map[string]Conversation{}
 		if err := tx.Conversations(func(c Conversation) error {
-			read[c.ID] = c.HeadReadAt != nil
+			known[c.ID] = c
 			return nil
 		}); err != nil {
 			return err
 		}
 		for _, id := range p.cfg.Conversations {
-			if !read[id] {
-				never++
+			c, ok := known[id]
+			switch {
+			case !ok:
+				unread++
+			case c.Status != StatusOK && c.Status != StatusPending:
+				continue
+			case c.HeadReadAt == nil:
+				unread++
 			}
+			readable++
 		}
 		return nil
 	})
+	return unread, readable, err
+}
+
+// logFirstSync logs, on a process's first tick, when some configured conversations
+// were never read, the least time their first read takes at the configured rates: one
+// conversations.history call each for the bulk window (more where it holds more than
+// a page), then one conversations.replies call per thread, which only the reads can
+// count.
+func (p *Poller) logFirstSync() {
+	never, _, err := p.unreadConversations()
 	if err != nil || never == 0 {
 		return
 	}
@@ -212,6 +228,22 @@ func (p *Poller) logFirstSync() {
 		"conversations", never,
 		"at_least", shortDuration(least),
 		"why", fmt.Sprintf("one conversations.history call per conversation for its last %s (%g a minute), one more per further page of messages; then one conversations.replies call per thread (%g a minute); each tick logs the physical limit once the store is known", shortDuration(p.cfg.BulkWindow), history, replies))
+}
+
+// logFirstSyncProgress logs, after a tick while some readable conversations were
+// never read, how far the first sync is and what it will take at least: the
+// conversations left at one history call each, and reading once everything stored so
+// far (the physical limit), the two running at once.
+func (p *Poller) logFirstSyncProgress(sum TickSummary) {
+	unread, readable, err := p.unreadConversations()
+	if err != nil || unread == 0 {
+		return
+	}
+	left := time.Duration(float64(unread) / p.cfg.Rates[MethodHistory] * float64(time.Minute))
+	p.log.Info("first sync in progress",
+		"conversations_read", readable-unread, "conversations", readable,
+		"tracked", sum.Tracked, "threads", sum.Threads,
+		"expect_at_least", shortDuration(max(left, sum.PhysicalLimit).Round(time.Second)))
 }
 
 // shortDuration drops a duration's zero tails: 72h rather than 72h0m0s.

@@ -119,3 +119,38 @@ func TestLongTickLogsProgress(t *testing.T) {
 		}
 	})
 }
+
+// While readable conversations were never read, every tick says how far the first
+// sync is; a conversation the bot cannot read is not waited for.
+func TestFirstSyncProgressAfterEachTick(t *testing.T) {
+	src := newStub()
+	for _, ch := range []string{"C1", "C2", "C3"} {
+		src.addChannel(ch)
+		src.post(msg(ch, ts(3600, 1), "U1", "hello"))
+	}
+	src.addChannel("C4") // gone: the bot cannot read it
+	src.fail(rm.MethodConversationInfo, "C4", &rm.APIError{Method: rm.MethodConversationInfo, Code: "channel_not_found", Class: rm.ClassConversation}, -1)
+	var logs syncBuffer
+	clock := &fixedClock{t: epoch}
+	p := rm.NewPoller(openStore(t), src, rm.PollerConfig{
+		Conversations: []string{"C1", "C2", "C3", "C4"},
+		Budget:        rm.Budget{HistoryCalls: 1, RepliesCalls: 1, UsersInfoCalls: 5},
+		Now:           clock.Now, Logger: slog.New(slog.NewJSONHandler(&logs, nil)),
+	})
+	for want := 1; want <= 3; want++ {
+		if _, err := p.Tick(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		clock.Advance(time.Minute)
+		got := logs.lines(t, "first sync in progress")
+		if want == 3 {
+			if len(got) != 2 {
+				t.Errorf("after the last conversation was read: %d progress lines in all, want none more", len(got))
+			}
+			break
+		}
+		if len(got) != want || got[want-1]["conversations_read"] != float64(want) || got[want-1]["conversations"] != 3.0 {
+			t.Fatalf("after tick %d: first sync lines %v, want %d of 3 conversations read (C4 not counted)", want, got, want)
+		}
+	}
+}
