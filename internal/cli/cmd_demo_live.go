@@ -34,9 +34,9 @@ type demoLive struct {
 }
 
 func (d *demoLive) flags(fs *pflag.FlagSet) {
-	fs.StringVar(&d.listen, "listen", "", "serve the simulated workspace on this host:port for `slackpoll run` to poll, changing it until Ctrl-C (the explorable demo)")
-	fs.StringVar(&d.api, "api", "127.0.0.1:8089", "with --listen: http.listen of the config written for run (its read API and /metrics)")
-	fs.StringVar(&d.dir, "dir", "slackpoll-demo", "with --listen: directory of the config written for run (slackpoll.yaml) and of its store")
+	fs.StringVar(&d.listen, "listen", "", "serve the simulated workspace on `ADDR` (host:port) for slackpoll run to poll, changing it until Ctrl-C: the explorable demo")
+	fs.StringVar(&d.api, "api", "127.0.0.1:8089", "with --listen: http.listen (`ADDR`) of the config written for run: its read API and /metrics")
+	fs.StringVar(&d.dir, "dir", "slackpoll-demo", "with --listen: the `DIR` of the config written for run (slackpoll.yaml) and of its store")
 	fs.StringVar(&d.profile, "profile", "fast", "with --listen: rates the fake enforces and the config uses: fast (600 a minute, pages of 200), internal (50 a minute, 999 a page) or non_marketplace (1 a minute, 15 a page)")
 	fs.DurationVar(&d.every, "every", 2*time.Second, "with --listen: time between two changes of the workspace")
 	fs.Float64Var(&d.faults, "faults", 0, "with --listen: share of requests that get an injected fault (429, 5xx, reset, bad body), e.g. 0.02")
