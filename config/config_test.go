@@ -3,8 +3,10 @@ package config
 import (
 	"bytes"
 	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,6 +41,15 @@ func documented() Config {
 // plain returns c without its source information, for comparisons.
 func plain(c *Config) Config {
 	x := *c
+	// Load makes a relative store.path absolute in the config file's directory:
+	// compare it as written.
+	if x.src != nil {
+		if dir, err := filepath.Abs(filepath.Dir(x.src.file)); err == nil {
+			if rel, ok := strings.CutPrefix(x.Store.Path, dir+string(filepath.Separator)); ok {
+				x.Store.Path = rel
+			}
+		}
+	}
 	x.src = nil
 	return x
 }

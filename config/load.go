@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"regexp"
 )
 
@@ -50,7 +51,27 @@ func Load(path string) (*Config, error) {
 		}
 		return nil, &Error{File: path, Msg: msg, Err: err}
 	}
-	return parse(path, data, os.LookupEnv)
+	c, err := parse(path, data, os.LookupEnv)
+	if err != nil {
+		return nil, err
+	}
+	c.resolvePaths(path)
+	return c, nil
+}
+
+// resolvePaths makes a relative store.path relative to the directory of the config
+// file at path, and absolute: a command run from another directory (cron, systemd, a
+// second terminal) then opens the same store instead of creating a new one where it
+// happens to run.
+func (c *Config) resolvePaths(path string) {
+	if filepath.IsAbs(c.Store.Path) {
+		return
+	}
+	dir := filepath.Dir(path)
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	c.Store.Path = filepath.Join(dir, c.Store.Path)
 }
 
 // MaxFileSize bounds the config file: a real one is a few KB; a huge file (a wrong

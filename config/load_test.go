@@ -122,6 +122,7 @@ func TestExpansionCannotInjectStructure(t *testing.T) {
 			if strings.Contains(content, "|") {
 				want.Store.Path += "\n"
 			}
+			want.Store.Path = filepath.Clean(want.Store.Path) // joined to the config's directory
 			if got := plain(c); !equal(got, want) {
 				t.Errorf("INJ=%q in %q: got\n%s", inj, content, c)
 			}
@@ -217,5 +218,40 @@ func TestReplacedBudgetKeysSayWhatTheyBecame(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q lacks %q", err, want)
 		}
+	}
+}
+
+func TestRelativeStorePathIsInTheConfigFilesDirectory(t *testing.T) {
+	dir := t.TempDir()
+	other := t.TempDir()
+	t.Chdir(other) // a command run from elsewhere (cron, a second terminal, systemd)
+	for content, want := range map[string]string{
+		"":                               filepath.Join(dir, "slackpoll.db"),
+		"store: {path: data/sp.db}\n":    filepath.Join(dir, "data", "sp.db"),
+		"store: {path: ../sp.db}\n":      filepath.Join(filepath.Dir(dir), "sp.db"),
+		"store: {path: /var/lib/x.db}\n": "/var/lib/x.db",
+	} {
+		p := filepath.Join(dir, "slackpoll.yaml")
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c, err := Load(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Store.Path != want {
+			t.Errorf("%q: store.path = %s, want %s", content, c.Store.Path, want)
+		}
+	}
+	// A config named relative to the working directory resolves from there.
+	if err := os.WriteFile(filepath.Join(other, "rel.yaml"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load("rel.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(other, "slackpoll.db"); c.Store.Path != want {
+		t.Errorf("config rel.yaml: store.path = %s, want %s", c.Store.Path, want)
 	}
 }

@@ -28,22 +28,29 @@ Usage:
   slackpoll run    [--config F]            daemon: ticks until SIGINT/SIGTERM
   slackpoll once   [--config F]            one tick, then exit
   slackpoll status [--config F] [--json]   coverage, staleness, per-conversation state, last tick
-  slackpoll show   [--config F] [--json] CHANNEL TS | --record KEY
+  slackpoll show   [--config F] [--json] CHANNEL TS | LINK | --record KEY
                                           one message with its thread and resolved names
   slackpoll export [--config F]            the whole read model as JSON Lines on stdout
-  slackpoll track  [--config F] [--record KEY] CHANNEL TS
+  slackpoll track  [--config F] [--record KEY] CHANNEL TS | LINK
+                                          LINK: a message link from Slack's "Copy link"
+  slackpoll untrack [--config F] CHANNEL TS  undo track (and free its record key)
   slackpoll changes [--config F] [--after SEQ] [--follow] [--kind K] [--channel C] [--record R] [--own B]
                                           the change feed as JSON Lines
   slackpoll outbox  [--config F] [--webhook NAME] [--parked] [--json]
                                           webhook deliveries waiting or parked
   slackpoll requeue [--config F] --webhook NAME [SEQ...]
                                           parked deliveries back in line
-  slackpoll untrack [--config F] CHANNEL TS  undo track (and free its record key)
   slackpoll demo   [--duration D] [--seed N] runs against a built-in simulated workspace
+  slackpoll demo   --listen ADDR [--api ADDR] [--dir D]
+                                          serves a changing simulated workspace to poll with run
+  slackpoll config [--config F]            the effective config, secrets redacted
+  slackpoll backup [--config F] FILE       a consistent copy of the store, also while run holds it
+  slackpoll version                        version, VCS revision and Go version
 
 The config path defaults to $SLACKPOLL_CONFIG, else ./slackpoll.yaml; run and once
-read the bot token from slack.token (default ${SLACK_BOT_TOKEN}). Flags may follow
-the arguments; "slackpoll COMMAND --help" describes a command's flags.
+read the bot token from slack.token (default ${SLACK_BOT_TOKEN}). --config may also
+come before the command, and flags may follow the arguments; "slackpoll COMMAND
+--help" describes a command's flags.
 Exit status: 0 success, 1 runtime failure, 2 usage or config error.
 `
 
@@ -96,8 +103,10 @@ func Main(ctx context.Context, args []string, env Env) int {
 		code = ExitUsage
 	}
 	fmt.Fprintf(env.Stderr, "slackpoll: %v\n", err)
-	if code == ExitUsage && !errors.Is(err, config.ErrInvalid) {
-		fmt.Fprint(env.Stderr, "\n"+usage)
+	// A usage error says where the usage is rather than burying the error under it.
+	var he *helpError
+	if errors.As(err, &he) {
+		fmt.Fprintln(env.Stderr, he.hint())
 	}
 	return code
 }
@@ -109,7 +118,13 @@ type command struct {
 	nargs int
 	run   func(ctx context.Context, c *cmdCtx) error
 	flags func(fs *pflag.FlagSet, c *cmdCtx)
+	// argsOK, if set, checks the positional arguments instead of nargs.
+	argsOK func(c *cmdCtx) error
+	// noConfig marks the commands that read no config file.
+	noConfig bool
 }
+
+func (cmd *command) usesConfig() bool { return !cmd.noConfig }
 
 // cmdCtx is what a command gets: parsed flags and arguments, and the environment.
 type cmdCtx struct {
@@ -120,6 +135,7 @@ type cmdCtx struct {
 	duration   string
 	seed       int64
 	feed       feedFlags
+	live       demoLive // demo --listen: the explorable demo
 	args       []string
 }
 
@@ -129,12 +145,12 @@ var commands = []command{
 	{name: "status", about: "Show coverage, staleness, per-conversation state and the last tick.", run: cmdStatus, flags: func(fs *pflag.FlagSet, c *cmdCtx) {
 		fs.BoolVar(&c.jsonOut, "json", false, "print JSON instead of a table")
 	}},
-	{name: "show", about: "Show one message with its thread, reactions and display names.", args: "CHANNEL TS", nargs: 2, run: cmdShow, flags: func(fs *pflag.FlagSet, c *cmdCtx) {
+	{name: "show", about: "Show one message with its thread, reactions and display names.", args: "CHANNEL TS | LINK", nargs: 2, argsOK: messageArgs("show"), run: cmdShow, flags: func(fs *pflag.FlagSet, c *cmdCtx) {
 		fs.StringVar(&c.record, "record", "", "show the message tracked under this record key instead of CHANNEL TS")
 		fs.BoolVar(&c.jsonOut, "json", false, "print the export line")
 	}},
 	{name: "export", about: "Print the whole read model as JSON Lines (conversations, messages, users).", run: cmdExport},
-	{name: "track", about: "Track a message (read first on the next tick), optionally under a record key of yours.", args: "CHANNEL TS", nargs: 2, run: cmdTrack, flags: func(fs *pflag.FlagSet, c *cmdCtx) {
+	{name: "track", about: "Track a message (read first on the next tick), optionally under a record key of yours.", args: "CHANNEL TS | LINK", nargs: 2, argsOK: messageArgs("track"), run: cmdTrack, flags: func(fs *pflag.FlagSet, c *cmdCtx) {
 		fs.StringVar(&c.record, "record", "", "attach this record key (an id of yours, e.g. ticket-42)")
 	}},
 	{name: "changes", about: "Print the change feed as JSON Lines: what changed, in seq order; --follow keeps printing.", run: cmdChanges, flags: changesFlags},
@@ -150,16 +166,22 @@ var commands = []command{
 	{name: "demo", about: "Run the daemon against a built-in simulated Slack workspace; no token needed.", run: cmdDemo, flags: func(fs *pflag.FlagSet, c *cmdCtx) {
 		fs.StringVar(&c.duration, "duration", "30s", "how long the simulated workspace changes before the final comparison")
 		fs.Int64Var(&c.seed, "seed", 1, "seed of the generated workspace, its changes and faults")
-	}},
+		c.live.flags(fs)
+	}, noConfig: true},
+	{name: "config", about: "Print the effective config (defaults, file, environment) with secrets redacted.", run: cmdConfig},
+	{name: "backup", about: "Write a consistent copy of the store to FILE, also while run holds it (through its API).", args: "FILE", nargs: 1, run: cmdBackup},
+	{name: "version", about: "Print the version, VCS revision and Go version of this binary.", run: cmdVersion, noConfig: true},
 }
 
 func dispatch(ctx context.Context, args []string, env Env) error {
-	if len(args) == 0 {
-		return usageErr("no command given")
+	c := &cmdCtx{env: env}
+	args, done, err := globalFlags(args, c)
+	if err != nil || done {
+		return err
 	}
-	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprint(env.Stdout, usage)
-		return nil
+	if len(args) == 0 {
+		fmt.Fprint(env.Stderr, usage+"\n")
+		return usageErr("no command given")
 	}
 	var cmd *command
 	for i := range commands {
@@ -168,13 +190,15 @@ func dispatch(ctx context.Context, args []string, env Env) error {
 		}
 	}
 	if cmd == nil {
-		return usageErr("unknown command %q", args[0])
+		return &helpError{usageErr("unknown command %q", args[0]), ""}
 	}
-	c := &cmdCtx{env: env}
+	global := c.configPath
 	fs := pflag.NewFlagSet(cmd.name, pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	if cmd.name != "demo" {
-		fs.StringVarP(&c.configPath, "config", "c", "", "config file (default $SLACKPOLL_CONFIG, else ./slackpoll.yaml)")
+	if cmd.usesConfig() {
+		fs.StringVarP(&c.configPath, "config", "c", global, "config file (default $SLACKPOLL_CONFIG, else ./slackpoll.yaml)")
+	} else if global != "" {
+		return &helpError{usageErr("%s takes no --config", cmd.name), cmd.name}
 	}
 	if cmd.flags != nil {
 		cmd.flags(fs, c)
@@ -184,18 +208,22 @@ func dispatch(ctx context.Context, args []string, env Env) error {
 			fmt.Fprintf(env.Stdout, "Usage: slackpoll %s [flags] %s\n\n%s\n\nFlags:\n%s", cmd.name, cmd.args, cmd.about, fs.FlagUsages())
 			return nil
 		}
-		return usageErr("%s: %v", cmd.name, err)
+		return &helpError{usageErr("%s: %v", cmd.name, err), cmd.name}
 	}
 	c.args = fs.Args()
 	want := cmd.nargs
 	if cmd.name == "show" && c.record != "" {
 		want = 0
 	}
-	if want >= 0 && len(c.args) != want {
-		if want == 0 {
-			return usageErr("%s takes no arguments, got %q", cmd.name, strings.Join(c.args, " "))
+	if cmd.argsOK != nil {
+		if err := cmd.argsOK(c); err != nil {
+			return &helpError{err, cmd.name}
 		}
-		return usageErr("%s needs %s, got %q", cmd.name, cmd.args, strings.Join(c.args, " "))
+	} else if want >= 0 && len(c.args) != want {
+		if want == 0 {
+			return &helpError{usageErr("%s takes no arguments, got %q", cmd.name, strings.Join(c.args, " ")), cmd.name}
+		}
+		return &helpError{usageErr("%s needs %s, got %q", cmd.name, cmd.args, strings.Join(c.args, " ")), cmd.name}
 	}
 	return runtimeErr(cmd.run(ctx, c))
 }

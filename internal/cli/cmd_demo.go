@@ -18,6 +18,9 @@ import (
 // hits the workspace; it ends by comparing the read model with the workspace. It
 // needs no token and writes only to a temporary directory.
 func cmdDemo(ctx context.Context, c *cmdCtx) error {
+	if c.live.listen != "" {
+		return cmdDemoLive(ctx, c)
+	}
 	o := demo.DefaultOptions()
 	d, err := time.ParseDuration(c.duration)
 	if err != nil || d <= 0 {

@@ -61,7 +61,7 @@ func TestOnceThenExportMatchesTheWorkspace(t *testing.T) {
 	}
 	model, err := converge.ReadLines(strings.NewReader(out))
 	if err != nil {
-		t.Fatalf("export is not the §6 format: %v\n%s", err, out)
+		t.Fatalf("export is not the export format: %v\n%s", err, out)
 	}
 	if rep := converge.Diff(model, converge.Lines(fake.Truth()), ""); len(rep.Differences) > 0 {
 		t.Fatalf("export differs from the workspace:\n%s\n%s", strings.Join(rep.Differences, "\n"), out)

@@ -7,31 +7,31 @@ import (
 	"net/http"
 	"net/url"
 
-	boltstore "github.com/slackpoll/slackpoll/internal/bolt"
 	"github.com/slackpoll/slackpoll/internal/httpapi"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 )
 
 // cmdExport is `slackpoll export`: the whole read model as JSON Lines on stdout
-// (README, "Commands" (export)). It reads the store file only: the HTTP API has no export, so while
-// the daemon holds the store it fails at once, saying so.
+// (README, "Commands" (export)), from the store file, or from the daemon's API
+// (GET /v1/export) while it holds the store.
 func cmdExport(ctx context.Context, c *cmdCtx) error {
 	cfg, err := c.loadConfig()
 	if err != nil {
 		return err
 	}
-	store, err := boltstore.Open(cfg.Store.Path, boltstore.Options{ReadOnly: true, LockTimeout: readLockTimeout})
-	if errors.Is(err, boltstore.ErrLocked) {
-		return fmt.Errorf("%w: export reads the store file, so stop the daemon first, or page through the daemon's API (GET /v1/conversations/{id}/messages)", err)
-	}
+	r, err := openReader(cfg)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = store.Close() }() // read-only: nothing to lose on close
-	return store.View(func(tx rm.Tx) error { return rm.Export(tx, c.env.Stdout, cfg.Conversations) })
+	defer func() { _ = r.Close() }() // read-only: nothing to lose on close
+	if r.api != nil {
+		_, err := r.api.stream("/v1/export", c.env.Stdout)
+		return err
+	}
+	return r.store.View(func(tx rm.Tx) error { return rm.Export(tx, c.env.Stdout, cfg.Conversations) })
 }
 
-// cmdTrack is `slackpoll track [--record KEY] CHANNEL TS`: adds the message to the
+// cmdTrack is `slackpoll track [--record KEY] CHANNEL TS|LINK`: adds the message to the
 // tracked set (created in the store if needed); the next tick reads it. While the
 // daemon holds the store, it asks the daemon's API (POST /v1/tracked).
 func cmdTrack(ctx context.Context, c *cmdCtx) error {
@@ -39,14 +39,11 @@ func cmdTrack(ctx context.Context, c *cmdCtx) error {
 	if err != nil {
 		return err
 	}
-	ch, tsArg := c.args[0], c.args[1]
-	ts, err := rm.ParseTS(tsArg)
+	ref, err := parseMessageRef(c.args)
 	if err != nil {
 		return usageErr("track: %v", err)
 	}
-	if !rm.ValidConversationID(ch) {
-		return usageErr("track: %q is not a Slack conversation ID (C…, G… or D…, as shown in the conversation's details in Slack)", ch)
-	}
+	ch, ts := ref.Channel, ref.TS
 	w, err := openWriter(cfg)
 	if err != nil {
 		return err

@@ -49,14 +49,16 @@ func TestTrackFailsAtOnceWhenLockedWithoutAPI(t *testing.T) {
 	wantContains(t, "stderr", errOut, "is locked by another process", "set http.listen")
 }
 
-func TestExportWhileLockedSaysWhy(t *testing.T) {
+// Without http.listen, export cannot reach the daemon that holds the store; with it,
+// export reads through the API (TestBackupAndExportThroughTheDaemonWhileItHoldsTheStore).
+func TestExportWhileLockedWithoutAPISaysWhy(t *testing.T) {
 	f := readfixture.New(t, readfixture.Options{})
-	cfg := writeConfig(t, cfgOpts{store: f.Path, convs: f.Configured, listen: daemonAPI(t, f, "")})
+	cfg := writeConfig(t, cfgOpts{store: f.Path, convs: f.Configured})
 	code, out, errOut := runCLI(t.Context(), "export", "--config", cfg)
 	if code != ExitRuntime || out != "" {
 		t.Fatalf("export on a locked store = %d with %d bytes out, want %d and nothing", code, len(out), ExitRuntime)
 	}
-	wantContains(t, "stderr", errOut, "is locked by another process", "stop the daemon", "/v1/conversations/{id}/messages")
+	wantContains(t, "stderr", errOut, "is locked by another process", "set http.listen")
 }
 
 func TestExportReadsTheStore(t *testing.T) {

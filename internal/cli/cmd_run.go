@@ -45,6 +45,7 @@ func (c *cmdCtx) startDaemon() (*daemon, error) {
 		return nil, err
 	}
 	metrics := httpapi.NewMetrics()
+	metrics.SetTickConfig(cfg.Tick.Interval.D(), cfg.Tick.SoftDeadline.D())
 	src, err := newSource(cfg, store, log, nil, metrics.OnCall, metrics.OnClockSkew)
 	if err != nil {
 		_ = store.Close() // the configuration error is the one to report

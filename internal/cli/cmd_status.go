@@ -68,11 +68,9 @@ func cmdShow(ctx context.Context, c *cmdCtx) error {
 	}
 	var ref rm.Ref
 	if c.record == "" {
-		ts, err := rm.ParseTS(c.args[1])
-		if err != nil {
+		if ref, err = parseMessageRef(c.args); err != nil {
 			return usageErr("show: %v", err)
 		}
-		ref = rm.Ref{Channel: c.args[0], TS: ts}
 	}
 	r, err := openReader(cfg)
 	if err != nil {

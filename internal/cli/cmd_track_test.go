@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -118,5 +120,30 @@ func TestUntrackThroughTheDaemonsAPI(t *testing.T) {
 	}
 	if n != 0 {
 		t.Error("still watched after untrack through the API")
+	}
+}
+
+// A command run from another directory (cron, systemd, a second terminal) uses the
+// store next to the config file: track creates it there, and status then finds it;
+// nothing is created in the working directory.
+func TestTrackFromAnotherDirectoryUsesTheStoreNextToTheConfig(t *testing.T) {
+	cfgDir, elsewhere := t.TempDir(), t.TempDir()
+	cfg := filepath.Join(cfgDir, "slackpoll.yaml")
+	if err := os.WriteFile(cfg, []byte("conversations: [C0GENERAL]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(elsewhere)
+	if code, _, errOut := runCLI(t.Context(), "track", "--config", cfg, "C0GENERAL", "1754467200.000100"); code != ExitOK {
+		t.Fatalf("track = %d, stderr %s", code, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(cfgDir, "slackpoll.db")); err != nil {
+		t.Errorf("no store next to the config: %v", err)
+	}
+	if entries, _ := os.ReadDir(elsewhere); len(entries) != 0 {
+		t.Errorf("track created %v in the working directory", entries)
+	}
+	code, out, errOut := runCLI(t.Context(), "status", "--config", cfg)
+	if code != ExitOK || !strings.Contains(out, "tracked: 1 messages") {
+		t.Errorf("status from the other directory = %d, %s (stderr %s), want the tracked message", code, out, errOut)
 	}
 }

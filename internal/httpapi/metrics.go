@@ -49,7 +49,11 @@ import (
 //	slackpoll_undecodable_records                          stored records found undecodable, skipped by every read (scrape time)
 //	slackpoll_clock_skew_seconds                           Slack's clock minus ours, from the Date header of the last answer (absent before one)
 //
-// plus the Go runtime and process collectors as slackpoll_go_* and slackpoll_process_*.
+//	slackpoll_tick_interval_seconds                        tick.interval (SetTickConfig)
+//	slackpoll_tick_soft_deadline_seconds                   tick.soft_deadline (SetTickConfig)
+//
+// plus the Go runtime and process collectors under their standard names: go_*,
+// process_* and go_build_info.
 // Its methods are safe for concurrent use.
 type Metrics struct {
 	reg *prometheus.Registry
@@ -137,10 +141,11 @@ func NewMetrics() *Metrics {
 	m.store = &storeCollector{}
 	m.reg.MustRegister(m.calls, m.rateLimited, m.retryWait, m.wait, m.ticks, m.tickDur,
 		m.skipped, m.written, m.threads, m.tailReads, m.lastTickEnd, m.deliveries, m.fenced, m.store)
-	// The contract wants every name to start with slackpoll_, the runtime's too:
-	// slackpoll_go_goroutines, slackpoll_process_resident_memory_bytes, ...
-	prometheus.WrapRegistererWithPrefix("slackpoll_", m.reg).MustRegister(
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// The runtime's metrics keep their standard names (go_goroutines,
+	// process_resident_memory_bytes, go_build_info), so stock dashboards and alerts
+	// work unchanged.
+	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		collectors.NewBuildInfoCollector())
 	return m
 }
 

@@ -1,5 +1,5 @@
 // Package httpapi is slackpoll's HTTP read API (README, "Commands"): the read model as
-// export lines (§6) over HTTP while the daemon holds the store, plus POST /v1/tracked,
+// export lines (README, "Commands") over HTTP while the daemon holds the store, plus POST /v1/tracked,
 // the status report, /healthz, /readyz and Prometheus /metrics.
 //
 // Routes (Go 1.22 ServeMux patterns):
@@ -15,6 +15,8 @@
 //	GET  /v1/changes                              ?after=&limit=&wait=&kind=&channel=&record=&own= → changefeed.Page; 410 when pruned
 //	GET  /v1/outbox                               ?webhook=&parked=true → {"items": [outbox rows]}
 //	POST /v1/outbox/requeue                       {"webhook","seqs"} → {"requeued": n}
+//	GET  /v1/export                               the whole read model as JSON Lines (slackpoll export)
+//	GET  /v1/backup                               a consistent copy of the store file (slackpoll backup)
 //	GET  /healthz                                 200 while the process serves; no token needed
 //	GET  /readyz                                  200 when the store is open and Ready() is nil
 //	GET  /metrics                                 Prometheus text format, names slackpoll_*
@@ -113,6 +115,8 @@ func New(opts Options) http.Handler {
 	mux.HandleFunc("GET /v1/changes", a.changes)
 	mux.HandleFunc("GET /v1/outbox", a.outbox)
 	mux.HandleFunc("POST /v1/outbox/requeue", a.requeue)
+	mux.HandleFunc("GET /v1/export", a.export)
+	mux.HandleFunc("GET /v1/backup", a.backup)
 	mux.HandleFunc("GET /healthz", healthz)
 	mux.HandleFunc("GET /readyz", a.readyz)
 	mux.Handle("GET /metrics", m.handler())

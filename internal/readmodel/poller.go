@@ -130,6 +130,7 @@ func (c *PollerConfig) spacing(method string) time.Duration {
 type Poller struct {
 	store Store
 	src   Source
+	obs   *observedSource // src, recording the calls in flight for the progress log
 	w     *writer
 	cfg   PollerConfig
 	log   *slog.Logger
@@ -177,8 +178,9 @@ type backoff struct {
 // NewPoller returns a Poller writing to store and reading from src.
 func NewPoller(store Store, src Source, cfg PollerConfig) *Poller {
 	cfg.setDefaults()
+	obs := newObservedSource(src, cfg.Now)
 	return &Poller{
-		store: store, src: src, cfg: cfg, log: cfg.Logger,
+		store: store, src: obs, obs: obs, cfg: cfg, log: cfg.Logger,
 		w:            &writer{store: store, feed: cfg.Feed, now: cfg.Now, onChanges: cfg.OnChanges},
 		pendingUsers: map[string]struct{}{}, unlocated: map[Ref]bool{},
 		tailBackoff: map[Ref]backoff{}, arrivals: map[string]float64{}, noReactions: map[Ref]bool{},
@@ -240,13 +242,16 @@ func storeErr(err error) error {
 func (p *Poller) Tick(ctx context.Context) (TickSummary, error) {
 	p.tickNo++
 	t := newTick(p, ctx)
+	stopProgress := t.startProgress()
 	err := t.run()
+	stopProgress()
 	sum := t.finish(err)
 	// An interrupted tick is a last tick too: status shows it stopped on shutdown.
 	if perr := p.w.putLastTick(sum); perr != nil && err == nil {
 		err = storeErr(perr)
 	}
 	p.logSummary(sum, err)
+	p.logFirstSyncProgress(sum)
 	if p.cfg.OnTick != nil {
 		p.cfg.OnTick(sum)
 	}

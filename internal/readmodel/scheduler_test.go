@@ -2,6 +2,7 @@ package readmodel_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -72,10 +73,16 @@ func TestQuietHeadIsReadAtTheBoundWhileTheTailIsBehind(t *testing.T) {
 // notFoundReactions answers every reactions.get with message_not_found, as Slack does
 // for a deleted message — and, for all reactions.get can tell, for a deleted parent
 // whose replies live on, which conversations.history returns as a tombstone.
-type notFoundReactions struct{ *stubSource }
+type notFoundReactions struct {
+	*stubSource
+	answered func() // called after each answer
+}
 
 func (s notFoundReactions) ReactionsGet(ctx context.Context, ref rm.Ref) (rm.Message, error) {
 	_, _ = s.stubSource.ReactionsGet(ctx, ref) // logged as a call
+	if s.answered != nil {
+		s.answered()
+	}
 	return rm.Message{}, &rm.APIError{Method: rm.MethodReactionsGet, Code: "message_not_found", Class: rm.ClassItem}
 }
 
@@ -92,12 +99,27 @@ func TestReactionsNotFoundLeavesTheMessageToHistory(t *testing.T) {
 	src.setThread(ch, parent, msg(ch, ts(100*3600-10, 0), "U2", "reply"))
 	store := openStore(t)
 	clock := &fixedClock{t: epoch}
-	p := rm.NewPoller(store, notFoundReactions{src}, rm.PollerConfig{Conversations: []string{ch}, Budget: defaultBudget(), Now: clock.Now})
+	answered := make(chan struct{})
+	var once sync.Once
+	p := rm.NewPoller(store, notFoundReactions{src, func() { once.Do(func() { close(answered) }) }},
+		rm.PollerConfig{Conversations: []string{ch}, Budget: defaultBudget(), Now: clock.Now})
 	if err := rm.Track(store, ch, parent, "ticket-1"); err != nil {
 		t.Fatal(err)
 	}
 	mustTick(t, p) // reads it
 	src.edit(ch, parent, func(m *rm.Message) { m.Subtype, m.Text, m.User = rm.SubtypeTombstone, "This message was deleted.", "" })
+	// The streams race for the watched message: a history or replies read of the
+	// tombstone first leaves reactions.get nothing to do (a deleted message is not
+	// refreshed). They wait here until reactions.get has answered message_not_found.
+	src.before = func(method string) {
+		if method != rm.MethodHistory && method != rm.MethodReplies {
+			return
+		}
+		select {
+		case <-answered:
+		case <-time.After(10 * time.Second):
+		}
+	}
 	for range 3 {
 		clock.Advance(time.Minute)
 		mustTick(t, p)

@@ -43,6 +43,7 @@ type pacer struct {
 	// slackNext is the previous process's last call + spacing by Slack's clock: until
 	// this process has made a call of its own, no call before it (see gate).
 	slackNext time.Time
+	wait      waitState // for Client.Waiting
 }
 
 // newPacer builds the pacer for method at perMinute requests per minute and restores
@@ -107,10 +108,14 @@ func (p *pacer) bounded(st readmodel.MethodState, now time.Time) readmodel.Metho
 // first (the limiter reservation is then given back).
 func (p *pacer) acquire(ctx context.Context) (time.Duration, error) {
 	start := time.Now()
+	defer p.wait.clear()
 	for {
 		p.mu.Lock()
 		nb := p.gate(time.Now())
 		p.mu.Unlock()
+		if time.Now().Before(nb) {
+			p.wait.set(nb, p.wait.gateReason())
+		}
 		if err := sleepUntil(ctx, nb); err != nil {
 			return time.Since(start), err
 		}
@@ -118,6 +123,9 @@ func (p *pacer) acquire(ctx context.Context) (time.Duration, error) {
 		// ctx deadline is nearer than the token (x/time/rate docs), and a 60 s wait is part
 		// of the call.
 		r := p.lim.Reserve()
+		if d := r.Delay(); d > 0 {
+			p.wait.set(time.Now().Add(d), WaitRate)
+		}
 		if err := ctxsleep.Sleep(ctx, r.Delay()); err != nil {
 			r.Cancel()
 			return time.Since(start), err
@@ -147,6 +155,7 @@ func (p *pacer) pushBack(t time.Time) {
 	defer p.mu.Unlock()
 	if t.After(p.notBefore) {
 		p.notBefore = t
+		p.wait.rateLimited()
 	}
 	p.save(p.state())
 }

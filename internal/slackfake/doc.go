@@ -10,7 +10,7 @@
 // inside testing/synctest bubbles.
 //
 // It reproduces the Slack behaviour that breaks real pollers (sources: Slack's method
-// reference in testdata/slack-api-ref, and ../shared/reference/slack-api-facts.md):
+// reference in testdata/slack-api-ref, and Slack's documentation at docs.slack.dev):
 //
 //   - history is newest first; oldest/latest are exclusive unless inclusive=1;
 //     limit defaults to 100 (max 999) for history and 1000 (max 1000) for replies, and

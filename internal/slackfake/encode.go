@@ -10,7 +10,7 @@ import (
 
 // Message JSON is written by hand, field by field as Slack sends it, and cached per
 // message until the message changes: conversations.history then costs little more
-// than a copy. Shapes (see testdata/slack-api-ref and slack-api-facts.md B7):
+// than a copy. Shapes (see testdata/slack-api-ref):
 //
 //	user:        {"type","user","text","ts","client_msg_id","team","blocks",…}
 //	app bot:     {"type","user","bot_id","app_id","bot_profile":{…},"text","ts",…}

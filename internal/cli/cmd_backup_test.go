@@ -1,0 +1,74 @@
+package cli
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	boltstore "github.com/slackpoll/slackpoll/internal/bolt"
+	"github.com/slackpoll/slackpoll/internal/readfixture"
+	rm "github.com/slackpoll/slackpoll/internal/readmodel"
+)
+
+// exportFile is the export of the store file at path.
+func exportFile(t *testing.T, path string, configured []string) string {
+	t.Helper()
+	s, err := boltstore.Open(path, boltstore.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatalf("%s does not open as a store: %v", path, err)
+	}
+	defer s.Close()
+	var b bytes.Buffer
+	if err := s.View(func(tx rm.Tx) error { return rm.Export(tx, &b, configured) }); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+func TestBackupOfAStoreNoDaemonHolds(t *testing.T) {
+	f := closedStore(t)
+	cfg := writeConfig(t, cfgOpts{store: f.Path, convs: f.Configured})
+	dst := filepath.Join(t.TempDir(), "backup.db")
+	code, out, errOut := runCLI(t.Context(), "backup", "--config", cfg, dst)
+	if code != ExitOK {
+		t.Fatalf("backup = %d, stderr %s", code, errOut)
+	}
+	wantContains(t, "backup", out, "backed up store "+f.Path+" to "+dst)
+	if got, want := exportFile(t, dst, f.Configured), exportFile(t, f.Path, f.Configured); got != want {
+		t.Errorf("the backup's export differs:\n%s\nwant\n%s", got, want)
+	}
+	if fi, err := os.Stat(dst); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("backup mode = %v (%v), want 0600: it holds message texts", fi.Mode(), err)
+	}
+	code, _, errOut = runCLI(t.Context(), "backup", "--config", cfg, f.Path)
+	if code != ExitUsage || !strings.Contains(errOut, "is the store itself") {
+		t.Errorf("backup onto the store = %d, %s; want a usage error", code, errOut)
+	}
+}
+
+func TestBackupAndExportThroughTheDaemonWhileItHoldsTheStore(t *testing.T) {
+	f := readfixture.New(t, readfixture.Options{}) // keeps the store locked, as run does
+	addr := daemonAPI(t, f, "tok-123")
+	cfg := writeConfig(t, cfgOpts{store: f.Path, convs: f.Configured, listen: addr, token: "tok-123"})
+	var want bytes.Buffer
+	if err := f.Store.View(func(tx rm.Tx) error { return rm.Export(tx, &want, f.Configured) }); err != nil {
+		t.Fatal(err)
+	}
+
+	code, out, errOut := runCLI(t.Context(), "export", "--config", cfg)
+	if code != ExitOK || out != want.String() {
+		t.Errorf("export through the API = %d (stderr %s):\n%s\nwant\n%s", code, errOut, out, want.String())
+	}
+
+	dst := filepath.Join(t.TempDir(), "backup.db")
+	code, out, errOut = runCLI(t.Context(), "backup", "--config", cfg, dst)
+	if code != ExitOK {
+		t.Fatalf("backup = %d, stderr %s", code, errOut)
+	}
+	wantContains(t, "backup", out, "backed up the running daemon at http://"+addr)
+	if got := exportFile(t, dst, f.Configured); got != want.String() {
+		t.Errorf("the backup's export differs:\n%s\nwant\n%s", got, want.String())
+	}
+}

@@ -1,0 +1,41 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestConfigPrintsTheEffectiveConfigWithSecretsRedacted(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "slackpoll.yaml")
+	content := "slack:\n  token: ${TEST_TOKEN}\ntick:\n  interval: 30s\nhttp:\n  listen: 127.0.0.1:8089\n  token: http-secret-123\n"
+	if err := os.WriteFile(cfg, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TEST_TOKEN", "xoxb-secret-token-456")
+	var out, errOut bytes.Buffer
+	code := Main(context.Background(), []string{"config", "--config", cfg}, Env{Stdout: &out, Stderr: &errOut, Getenv: os.Getenv})
+	if code != ExitOK {
+		t.Fatalf("config = %d, stderr %s", code, errOut.String())
+	}
+	s := out.String()
+	wantContains(t, "config", s,
+		"interval: 30s",     // the file's key
+		"soft_deadline: 4m", // a default
+		"path: "+filepath.Join(dir, "slackpoll.db"), // resolved next to the file
+		"token: '[redacted]'",                       // the Slack token, set from the environment
+		"listen: 127.0.0.1:8089",
+	)
+	for _, secret := range []string{"xoxb-secret-token-456", "http-secret-123"} {
+		if strings.Contains(s+errOut.String(), secret) {
+			t.Errorf("config printed the secret %q:\n%s", secret, s)
+		}
+	}
+	if strings.Count(s, "[redacted]") != 2 {
+		t.Errorf("config shows %d redacted secrets, want 2 (slack.token, http.token):\n%s", strings.Count(s, "[redacted]"), s)
+	}
+}
