@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"math"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -43,7 +44,7 @@ func (t *tx) AppendChange(c *readmodel.Change) error {
 // read-only before its first write by this version has no feed: then it is empty.
 func (t *tx) Changes(after uint64, fn func(readmodel.Change) error) error {
 	b := t.btx.Bucket(bChanges)
-	if b == nil {
+	if b == nil || after == math.MaxUint64 { // after+1 would wrap to the first change
 		return nil
 	}
 	c := b.Cursor()

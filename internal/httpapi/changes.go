@@ -26,10 +26,16 @@ type goneBody struct {
 	Oldest uint64 `json:"oldest"`
 }
 
+// aheadBody is the body of a 409: the consumer's cursor is past the feed's last seq.
+type aheadBody struct {
+	Error string `json:"error"`
+	Last  uint64 `json:"last"`
+}
+
 // changes answers GET /v1/changes?after=SEQ&limit=N&wait=30s&kind=&channel=&record=&own=:
 // a changefeed.Page of the changes after SEQ in seq order. With wait, an empty
 // answer is held until a change arrives or wait passes (a long poll). 410 when the
-// changes after SEQ were pruned.
+// changes after SEQ were pruned, 409 when SEQ is past the last seq.
 func (a *api) changes(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	after, err := uintParam(q.Get("after"), 0)
@@ -64,9 +70,13 @@ func (a *api) changes(w http.ResponseWriter, r *http.Request) {
 			return err
 		})
 		var gone *changefeed.GoneError
+		var ahead *changefeed.AheadError
 		switch {
 		case errors.As(err, &gone):
 			writeJSON(w, http.StatusGone, goneBody{Error: gone.Error(), Oldest: gone.Oldest})
+			return
+		case errors.As(err, &ahead):
+			writeJSON(w, http.StatusConflict, aheadBody{Error: ahead.Error(), Last: ahead.Last})
 			return
 		case err != nil:
 			a.internalError(w, r, err)

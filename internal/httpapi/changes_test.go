@@ -217,3 +217,25 @@ func TestFeedMetrics(t *testing.T) {
 		t.Errorf("oldest pending age = %v, want about 60", age)
 	}
 }
+
+// A cursor this store never handed out (after > last: a cursor of another store, or
+// of this one before it was restored from a backup) must not be served as if it were
+// current: the consumer would silently skip every change up to its cursor.
+func TestChangesAfterBeyondTheLastSeqIsAConflict(t *testing.T) {
+	e := newFeedEnv(t)
+	last := e.add(t, rm.ChangeMessageEdited, "C1", time.Now(), false)
+	for _, after := range []string{jsonNum(last + 1), "18446744073709551615"} {
+		code, body := e.get(t, "/v1/changes?after="+after)
+		var ahead struct {
+			Error string `json:"error"`
+			Last  uint64 `json:"last"`
+		}
+		_ = json.Unmarshal(body, &ahead)
+		if code != http.StatusConflict || ahead.Last != last || ahead.Error == "" {
+			t.Errorf("after=%s with last seq %d: %d %s, want 409 naming the last seq", after, last, code, body)
+		}
+	}
+	if code, body := e.get(t, "/v1/changes?after="+jsonNum(last)); code != http.StatusOK {
+		t.Errorf("after=last: %d %s, want 200", code, body)
+	}
+}

@@ -12,7 +12,7 @@
 //	POST /v1/tracked                              {"channel","ts","record"} → the message line
 //	DELETE /v1/tracked/{channel}/{ts}             untrack → {"channel","ts"}
 //	GET  /v1/status                               the status report (internal/status.Report)
-//	GET  /v1/changes                              ?after=&limit=&wait=&kind=&channel=&record=&own= → changefeed.Page; 410 when pruned
+//	GET  /v1/changes                              ?after=&limit=&wait=&kind=&channel=&record=&own= → changefeed.Page; 410 when pruned, 409 when after > last
 //	GET  /v1/outbox                               ?webhook=&parked=true → {"items": [outbox rows]}
 //	POST /v1/outbox/requeue                       {"webhook","seqs"} → {"requeued": n}
 //	GET  /v1/export                               the whole read model as JSON Lines (slackpoll export)
@@ -24,7 +24,7 @@
 // Errors are {"error": "…"} with a 4xx/5xx status: 400 bad parameter, 401 missing or
 // wrong bearer token, 403 a Host header of another name (checkHost), 404 unknown
 // conversation, message, record, user or route, 405 wrong method, 409 record
-// conflict, 415 a POST that is not application/json, 500 store failure, 503 not
+// conflict or a feed cursor past the last seq, 415 a POST that is not application/json, 500 store failure, 503 not
 // ready.
 package httpapi
 
