@@ -227,7 +227,7 @@ func (v *validator) webhooks() {
 			v.fail(key+".name", "want a short name without control characters, e.g. app")
 		}
 		seen[w.Name] = i
-		if u, err := url.Parse(w.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		if u, err := url.Parse(w.URL.Reveal()); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			// The URL may carry credentials: it is not echoed.
 			v.fail(key+".url", "is not an http:// or https:// URL: want e.g. https://app.internal/slackpoll-events")
 		}

@@ -45,7 +45,7 @@ func (d *daemon) newDeliverer() *webhook.Deliverer {
 	del := &webhook.Deliverer{Log: d.log, OnOutcome: d.metrics.OnDelivery}
 	// One outbox per webhook: lease and attempts are per webhook.
 	for _, w := range d.cfg.Webhooks {
-		u, _ := url.Parse(w.URL)
+		u, _ := url.Parse(w.URL.Reveal())
 		hook := webhook.Hook{Timeout: w.Timeout.D()}
 		out := changefeed.Outbox{Lease: w.Lease.D()}
 		if hook.TimeoutOrDefault() >= out.LeaseOrDefault() {
