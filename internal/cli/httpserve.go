@@ -36,6 +36,7 @@ func (d *daemon) serveHTTP() (stop func(), err error) {
 		Notifier: d.notifier, OnRequeue: d.wakeDeliverer,
 	})
 	srv := httpapi.NewServer(listen, h)
+	srv.RegisterOnShutdown(d.notifier.Close) // long polls answer now, not when cut
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
