@@ -71,6 +71,9 @@ func TestChangesOutboxAndRequeueOnTheStore(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "reply_added") || !strings.Contains(out, "parked") || !strings.Contains(out, "HTTP 503") {
 		t.Errorf("outbox --parked: %d\n%s", code, out)
 	}
+	// status points at the commands that exist.
+	_, out, _ = runCLI(context.Background(), "status", "--config", cfg)
+	wantContains(t, "status with a parked row", out, "webhook app: 0 pending, 1 parked; see `slackpoll outbox --parked`, then `slackpoll requeue --webhook app`")
 	if code, _, errOut := runCLI(context.Background(), "requeue", "--config", cfg); code != ExitUsage || !strings.Contains(errOut, "--webhook") {
 		t.Errorf("requeue without --webhook: %d %s", code, errOut)
 	}

@@ -22,7 +22,7 @@ type Feed struct {
 type Outbox struct {
 	Webhook string `json:"webhook"`
 	// Pending rows wait for delivery (due, backing off or claimed); Parked rows
-	// failed max_attempts times and wait for `slackpoll outbox requeue`.
+	// failed max_attempts times and wait for `slackpoll requeue --webhook NAME`.
 	Pending int `json:"pending"`
 	Parked  int `json:"parked"`
 	// OldestPendingAgeSeconds is how long the oldest pending row has waited; null
@@ -68,7 +68,7 @@ func (r *Report) writeFeed(p *printer) {
 		}
 		parked := ""
 		if o.Parked > 0 {
-			parked = "; see `slackpoll outbox --parked`, then `slackpoll outbox requeue`"
+			parked = "; see `slackpoll outbox --parked`, then `slackpoll requeue --webhook " + o.Webhook + "`"
 		}
 		p.line("webhook %s: %d pending%s, %d parked%s", o.Webhook, o.Pending, age, o.Parked, parked)
 	}
