@@ -76,14 +76,18 @@ func (o *Outbox) maxAttempts() int {
 	return 10
 }
 
-// held reports whether token holds r at now. A lease further ahead than one lease
-// period was written by a clock that has since moved back: it is not trusted.
+// held reports whether token holds r at now.
 func (o *Outbox) held(r *rm.OutboxRow, token string, now time.Time) bool {
 	return r.ClaimToken != "" && r.ClaimToken == token && o.leased(r, now)
 }
 
+// leased reports whether r's claim holds at now. A lease more than two lease periods
+// ahead was written by a clock that has since moved back by more than a lease: it is
+// not trusted. A smaller step back (an NTP correction, a resumed VM) leaves a fresh
+// claim a little more than one period ahead, and it still holds: its deliverer is
+// at work, and neither its completion is refused nor its rows claimed by another.
 func (o *Outbox) leased(r *rm.OutboxRow, now time.Time) bool {
-	return r.ClaimToken != "" && now.Before(r.LeaseUntil) && !r.LeaseUntil.After(now.Add(o.lease()))
+	return r.ClaimToken != "" && now.Before(r.LeaseUntil) && !r.LeaseUntil.After(now.Add(2*o.lease()))
 }
 
 // Expired reports whether the claim on r, as Claim returned it, has run out: a

@@ -231,3 +231,23 @@ func TestReadSaysGoneWhenTheConsumerIsBehindRetention(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A clock stepped back a little (an NTP correction, a VM resumed) leaves a fresh
+// claim's lease a little more than one lease period ahead. That claim still holds:
+// its completion is accepted, and no other claim takes its rows meanwhile.
+func TestAClaimSurvivesTheClockSteppingBackALittle(t *testing.T) {
+	s := openStore(t)
+	c := &clock{t: t0}
+	o := newOutbox(s, c) // 30s lease
+	seq := enqueue(t, s, "h", t0, "C1")[0]
+	if rows, _ := o.Claim("h", "a", 1); len(rows) != 1 {
+		t.Fatal("nothing claimed")
+	}
+	c.Advance(-2 * time.Second)
+	if rows, _ := o.Claim("h", "b", 1); len(rows) != 0 {
+		t.Errorf("after the clock stepped back 2s, another claim took the row a holds: %v", seqsOf(rows))
+	}
+	if ok, err := o.Complete("h", "a", seq); !ok || err != nil {
+		t.Errorf("completion by the holder after the clock stepped back 2s = %v, %v; want accepted (not fenced: the lease has not run out)", ok, err)
+	}
+}
