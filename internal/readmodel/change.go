@@ -65,7 +65,9 @@ type Change struct {
 	Channel  string `json:"channel,omitempty"`
 	TS       TS     `json:"ts,omitempty"`
 	ThreadTS TS     `json:"thread_ts,omitempty"`
-	Record   string `json:"record,omitempty"`
+	// Record is the message's record key; for reply_added and reply_removed of a
+	// reply without one, its thread parent's.
+	Record string `json:"record,omitempty"`
 	// Own is set for the app's own post, or its own reaction.
 	Own bool `json:"own"`
 	// Reaction and User name the reaction fact (reaction_*); User is also the

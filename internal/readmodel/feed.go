@@ -315,8 +315,19 @@ func (f *feedTx) messageEvent(kind string, m *Message) Change {
 	return Change{Kind: kind, Channel: m.Channel, TS: m.TS, ThreadTS: m.ThreadTS, Record: m.Record, Own: m.OwnPost}
 }
 
-// emit stamps c and queues it for flush.
+// emit stamps c and queues it for flush. A reply added to or removed from a thread
+// without a record key of its own carries its parent's: "a reply to record 42's
+// message" passes a filter on that record.
 func (f *feedTx) emit(c Change) error {
+	if (c.Kind == ChangeReplyAdded || c.Kind == ChangeReplyRemoved) && c.Record == "" && c.ThreadTS != "" {
+		parent, ok, err := f.Tx.Message(c.Channel, c.ThreadTS) // not f.Message: seen stays the message being written
+		if err != nil {
+			return err
+		}
+		if ok {
+			c.Record = parent.Record
+		}
+	}
 	c.ID, c.ObservedAt = NewEventID(), f.now
 	f.pending = append(f.pending, c)
 	return nil

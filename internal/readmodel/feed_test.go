@@ -261,3 +261,28 @@ func TestFeedStoreMadeBeforeTheFeedSetsItsBaselineWithoutAFlood(t *testing.T) {
 	src.post(msg(ch, ts(-240, 0), "U2", "after the upgrade"))
 	wantChanges(t, tickAgain(t, p, store, clock), changeKey{Kind: rm.ChangeMessagePosted, TS: ts(-240, 0)})
 }
+
+// "Someone replied to record 42's message": a reply without a record key of its own
+// is added to (or removed from) the thread of a record-keyed parent, and its event
+// carries the parent's record, so a filter on record=ticket-42 sees the replies too.
+func TestFeedRepliesCarryTheRecordOfTheirThreadsParent(t *testing.T) {
+	src := newStub()
+	src.addChannel(ch)
+	parent := ts(1000, 0)
+	src.post(msg(ch, parent, "U1", "ticket"))
+	src.setThread(ch, parent, msg(ch, ts(900, 0), "U2", "r1"))
+	p, store, clock := feedPoller(t, src, rm.FeedConfig{})
+	mustTick(t, p)
+	if err := rm.Track(store, ch, parent, "ticket-42"); err != nil {
+		t.Fatal(err)
+	}
+	src.setThread(ch, parent, msg(ch, ts(900, 0), "U2", "r1"), msg(ch, ts(-30, 0), "U3", "r2"))
+	added := tickAgain(t, p, store, clock)
+	src.setThread(ch, parent, msg(ch, ts(-30, 0), "U3", "r2"))
+	removed := tickAgain(t, p, store, clock)
+	for _, got := range [][]rm.Change{added, removed} {
+		if len(got) != 1 || got[0].Record != "ticket-42" {
+			t.Errorf("reply changes %+v, want one with record ticket-42 (its thread's parent's)", got)
+		}
+	}
+}
