@@ -270,7 +270,10 @@ func (f *feedTx) reactionChanges(out []Change, m *Message, old, cur []Reaction) 
 		}
 		if o.Count != n.Count || !slices.Equal(o.Users, n.Users) {
 			c := f.messageEvent(ChangeReactionCountChanged, m)
-			c.Reaction = name
+			// Who reacted is unknown, so not known to be the app: own describes the
+			// reaction, not the post (an own: false filter wants others' reactions
+			// to the app's posts).
+			c.Reaction, c.Own = name, false
 			c.Before = &ChangeValue{Count: &o.Count, Users: o.Users}
 			c.After = &ChangeValue{Count: &n.Count, Users: n.Users}
 			out = append(out, c)

@@ -286,3 +286,24 @@ func TestFeedRepliesCarryTheRecordOfTheirThreadsParent(t *testing.T) {
 		}
 	}
 }
+
+// own marks the app's own post or reaction. On the app's own post, reactions are
+// others' unless the reacting user is the app: when Slack truncates the users and
+// who reacted is unknown, the change is not the app's either, or an own: false
+// filter ("only others'") would miss others' reactions to the app's posts.
+func TestFeedReactionsToTheAppsOwnPostAreNotOwn(t *testing.T) {
+	src := newStub()
+	src.addChannel(ch)
+	m := ts(1000, 0)
+	own := msg(ch, m, "UBOT", "deployed")
+	own.BotID = "BBOT"
+	src.post(own)
+	p, store, clock := feedPoller(t, src, rm.FeedConfig{})
+	mustTick(t, p)
+	src.edit(ch, m, func(x *rm.Message) {
+		x.Reactions = []rm.Reaction{{Name: "eyes", Count: 1, Users: []string{"U2"}}, {Name: "tada", Count: 60, Users: []string{"U1", "U2"}}}
+	})
+	wantChanges(t, tickAgain(t, p, store, clock),
+		changeKey{Kind: rm.ChangeReactionAdded, TS: m, Reaction: "eyes", User: "U2"},
+		changeKey{Kind: rm.ChangeReactionCountChanged, TS: m, Reaction: "tada"})
+}
