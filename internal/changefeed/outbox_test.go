@@ -251,3 +251,44 @@ func TestAClaimSurvivesTheClockSteppingBackALittle(t *testing.T) {
 		t.Errorf("completion by the holder after the clock stepped back 2s = %v, %v; want accepted (not fenced: the lease has not run out)", ok, err)
 	}
 }
+
+// A filter that skips most of a long feed must not hold one read transaction over
+// all of it (a long read blocks the writer's file growth): a page examines at most
+// MaxScan changes, and Next lets the consumer read on.
+func TestReadExaminesAtMostMaxScanChanges(t *testing.T) {
+	s := openStore(t)
+	err := s.Update(func(tx rm.Tx) error {
+		for i := range changefeed.MaxScan + 1 {
+			kind := rm.ChangeMessageEdited
+			if i == changefeed.MaxScan {
+				kind = rm.ChangeUserRenamed
+			}
+			c := rm.Change{ID: rm.NewEventID(), Kind: kind, Channel: "C1", ObservedAt: t0}
+			if err := tx.AppendChange(&c); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := rm.ChangeFilter{Kinds: []string{rm.ChangeUserRenamed}}
+	var first, second changefeed.Page
+	_ = s.View(func(tx rm.Tx) error {
+		first, err = changefeed.Read(tx, 0, 10, f)
+		if err == nil {
+			second, err = changefeed.Read(tx, first.Next, 10, f)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(first.Changes) != 0 || first.Next != changefeed.MaxScan {
+		t.Errorf("first page: %d changes, next %d; want none, next %d (the scan's bound)", len(first.Changes), first.Next, changefeed.MaxScan)
+	}
+	if len(second.Changes) != 1 || second.Next != changefeed.MaxScan+1 {
+		t.Errorf("second page: %d changes, next %d; want the rename, next %d", len(second.Changes), second.Next, changefeed.MaxScan+1)
+	}
+}

@@ -7,6 +7,12 @@ import (
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 )
 
+// MaxScan is the most changes one Read examines. A filter that skips most of a long
+// feed would otherwise hold one read transaction over all of it (and a long read
+// transaction keeps the writer from growing the file); the page then ends early,
+// maybe empty, and Next says where to read on.
+const MaxScan = 10_000
+
 // Page is one answer of the feed: the changes after a seq, and where the feed stands.
 type Page struct {
 	Changes []rm.Change `json:"changes"`
@@ -50,7 +56,7 @@ func (e *AheadError) Error() string {
 }
 
 // Read returns up to limit changes with seq > after that pass f, in seq order, and
-// the feed's bounds. It fails with a *GoneError when changes after after were pruned,
+// the feed's bounds; it examines at most MaxScan changes. It fails with a *GoneError when changes after after were pruned,
 // and with an *AheadError when after is past the last seq.
 func Read(tx rm.Tx, after uint64, limit int, f rm.ChangeFilter) (Page, error) {
 	oldest, last, err := tx.ChangeBounds()
@@ -67,10 +73,12 @@ func Read(tx rm.Tx, after uint64, limit int, f rm.ChangeFilter) (Page, error) {
 	if after+1 < oldest && after < last {
 		return p, &GoneError{After: after, Oldest: oldest}
 	}
+	examined := 0
 	err = tx.Changes(after, func(c rm.Change) error {
-		if len(p.Changes) >= limit {
+		if len(p.Changes) >= limit || examined >= MaxScan {
 			return rm.ErrStopIteration
 		}
+		examined++
 		p.Next = c.Seq
 		if f.Match(&c) {
 			p.Changes = append(p.Changes, c)

@@ -86,8 +86,12 @@ func (a *api) changes(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		// Nothing yet: filters may skip what arrives, so the wait goes on from the
-		// last seq examined.
+		// last seq examined — at once, in a fresh transaction, when the read stopped
+		// at its scan bound short of the last seq.
 		after = p.Next
+		if p.Next < p.Last && ctx.Err() == nil {
+			continue
+		}
 		if a.notifier.Wait(ctx, p.Last) != nil {
 			p.Next = after
 			writeJSON(w, http.StatusOK, p)

@@ -239,3 +239,26 @@ func TestChangesAfterBeyondTheLastSeqIsAConflict(t *testing.T) {
 		t.Errorf("after=last: %d %s, want 200", code, body)
 	}
 }
+
+// A long poll whose filter skips a long stretch of the feed reads on past the scan's
+// bound (changefeed.MaxScan) rather than wait for a change that already arrived.
+func TestChangesLongPollReadsOnPastTheScanBound(t *testing.T) {
+	e := newFeedEnv(t)
+	err := e.store.Update(func(tx rm.Tx) error {
+		for range changefeed.MaxScan {
+			c := rm.Change{ID: rm.NewEventID(), Kind: rm.ChangeMessageEdited, Channel: "C1", ObservedAt: time.Now()}
+			if err := tx.AppendChange(&c); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := e.add(t, rm.ChangeUserRenamed, "", time.Now(), false)
+	code, body := e.get(t, "/v1/changes?after=0&wait=50s&kind=user_renamed")
+	if p := page(t, body); code != 200 || len(p.Changes) != 1 || p.Changes[0].Seq != want {
+		t.Errorf("long poll = %d %.300s, want the rename %d at once", code, body, want)
+	}
+}
