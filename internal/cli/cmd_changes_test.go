@@ -113,3 +113,32 @@ func TestChangesThroughTheDaemonWhileItHoldsTheStore(t *testing.T) {
 		t.Errorf("changes through the API printed %q (%v), want the edit, seq %d", out, err, seqs[1])
 	}
 }
+
+// A webhook removed (or renamed) from the config leaves its undelivered rows in the
+// outbox, where nothing delivers them. They are kept — configuring the name again
+// delivers them — but status and the daemon's start say so, rather than show them
+// as pending like a live webhook's.
+func TestOutboxRowsOfAWebhookNoLongerConfiguredAreReported(t *testing.T) {
+	fake, _ := onceWorkspace(t)
+	rx := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer rx.Close()
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	store := filepath.Join(t.TempDir(), "slackpoll.db")
+	base := cfgOpts{store: store, apiURL: srv.URL, slack: fake.Token(), convs: []string{"C0GENERAL"}, extra: "changes:\n  backfill: true\n"}
+	with := base
+	with.extra += fmt.Sprintf("webhooks:\n  - name: old\n    url: %s\n    secret: s\n", rx.URL)
+	if code, _, errOut := runCLI(context.Background(), "once", "--config", writeConfig(t, with)); code != 0 {
+		t.Fatalf("once: %d %s", code, errOut)
+	}
+	without := writeConfig(t, base)
+	_, out, _ := runCLI(context.Background(), "status", "--config", without)
+	wantContains(t, "status", out, "webhook old: not configured")
+	code, _, errOut := runCLI(context.Background(), "once", "--config", without)
+	if code != 0 {
+		t.Fatalf("once without the webhook: %d %s", code, errOut)
+	}
+	wantContains(t, "once's log", errOut, "not configured", "webhook=old")
+}

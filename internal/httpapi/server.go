@@ -66,6 +66,8 @@ type Options struct {
 	// OnRequeue, if set, is called after POST /v1/outbox/requeue put rows back in
 	// line (the deliverer's Wake).
 	OnRequeue func()
+	// Webhooks are the configured webhook names, for the status report's outbox.
+	Webhooks []string
 	// Listen is http.listen: besides loopback names and IP addresses, requests
 	// may name its host in their Host header (checkHost).
 	Listen string
@@ -81,6 +83,7 @@ type api struct {
 	now        func() time.Time
 	notifier   *changefeed.Notifier
 	onRequeue  func()
+	webhooks   []string
 }
 
 // New returns the API's handler. It registers Options.Store with Options.Metrics for
@@ -89,7 +92,7 @@ func New(opts Options) http.Handler {
 	a := &api{
 		store: opts.Store, configured: opts.Configured, interval: opts.Interval,
 		ready: opts.Ready, log: opts.Logger, now: opts.Now,
-		notifier: opts.Notifier, onRequeue: opts.OnRequeue,
+		notifier: opts.Notifier, onRequeue: opts.OnRequeue, webhooks: opts.Webhooks,
 	}
 	if a.log == nil {
 		a.log = slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -28,9 +28,13 @@ type Outbox struct {
 	// OldestPendingAgeSeconds is how long the oldest pending row has waited; null
 	// when none is pending.
 	OldestPendingAgeSeconds *float64 `json:"oldest_pending_age_seconds"`
+	// NotConfigured: no configured webhook has this name (it was removed or renamed),
+	// so nothing delivers these rows; they are kept, and delivered if a webhook of
+	// that name is configured again.
+	NotConfigured bool `json:"not_configured"`
 }
 
-func (r *Report) addFeed(tx rm.Tx) error {
+func (r *Report) addFeed(tx rm.Tx, webhooks []string) error {
 	oldest, last, err := tx.ChangeBounds()
 	if err != nil {
 		return err
@@ -45,7 +49,7 @@ func (r *Report) addFeed(tx rm.Tx) error {
 	}
 	for _, name := range slices.Sorted(maps.Keys(stats)) {
 		s := stats[name]
-		o := Outbox{Webhook: name, Pending: s.Pending, Parked: s.Parked}
+		o := Outbox{Webhook: name, Pending: s.Pending, Parked: s.Parked, NotConfigured: !slices.Contains(webhooks, name)}
 		if !s.OldestPending.IsZero() {
 			o.OldestPendingAgeSeconds = seconds(max(0, r.GeneratedAt.Sub(s.OldestPending)))
 		}
@@ -62,6 +66,11 @@ func (r *Report) writeFeed(p *printer) {
 		p.line("change feed: last seq %d, oldest held %d", f.LastSeq, f.OldestSeq)
 	}
 	for _, o := range f.Outbox {
+		if o.NotConfigured {
+			p.line("webhook %s: not configured: %d rows are kept undelivered until a webhook named %s is configured again",
+				o.Webhook, o.Pending+o.Parked, o.Webhook)
+			continue
+		}
 		age := ""
 		if o.OldestPendingAgeSeconds != nil {
 			age = ", oldest waiting " + dur(*o.OldestPendingAgeSeconds)
