@@ -292,3 +292,23 @@ func TestReadExaminesAtMostMaxScanChanges(t *testing.T) {
 		t.Errorf("second page: %d changes, next %d; want the rename, next %d", len(second.Changes), second.Next, changefeed.MaxScan+1)
 	}
 }
+
+// A change stamped while the clock was far ahead (a wrong RTC at boot, corrected
+// later) must not stop retention for as long as that stamp lies in the future: the
+// changes after it, stamped by the corrected clock, came later, so once one of them
+// is past retention, the one before it is too.
+func TestPruneIsNotStuckBehindAChangeStampedByAClockThatWasAhead(t *testing.T) {
+	s := openStore(t)
+	ahead := enqueue(t, s, "h", t0.Add(365*24*time.Hour), "C1")[0]
+	after := enqueue(t, s, "h", t0, "C1", "C1")
+	now := t0.Add(8 * 24 * time.Hour)
+	n, err := changefeed.Prune(s, now, 7*24*time.Hour, 100)
+	if n != 3 || err != nil {
+		t.Errorf("Prune = %d, %v; want the 3 changes (%d, %v) gone: the two stamped 8 days ago, and the one before them", n, err, ahead, after)
+	}
+	recent := enqueue(t, s, "h", now, "C1")[0]
+	future := enqueue(t, s, "h", now.Add(365*24*time.Hour), "C1")[0]
+	if n, _ := changefeed.Prune(s, now, 7*24*time.Hour, 100); n != 0 {
+		t.Errorf("Prune pruned %d of a recent change (%d) and one stamped ahead after it (%d)", n, recent, future)
+	}
+}
