@@ -113,35 +113,27 @@ func (o *Outbox) Claim(webhook, token string, n int) ([]rm.OutboxRow, error) {
 	}
 	var out []rm.OutboxRow
 	err := o.Store.Update(func(tx rm.Tx) error {
+		// One walk finds both the rows token holds and the rows it would claim: each
+		// row decoded costs, and an outbox grows long while a receiver is down.
+		var held []rm.OutboxRow
 		out = out[:0]
 		now := o.now()
+		blocked := map[string]bool{}
 		err := tx.Outbox(webhook, func(r rm.OutboxRow) error {
-			if o.held(&r, token, now) {
+			switch {
+			case o.held(&r, token, now):
+				held = append(held, r)
+			case len(held) > 0 || len(out) >= n || r.Parked || blocked[r.Change.Channel]:
+			case o.leased(&r, now) || o.waiting(&r, now):
+				blocked[r.Change.Channel] = true
+			default:
+				r.ClaimToken, r.LeaseUntil = token, now.Add(o.lease())
 				out = append(out, r)
 			}
 			return nil
 		})
-		if err != nil || len(out) > 0 {
-			return err
-		}
-		blocked := map[string]bool{}
-		err = tx.Outbox(webhook, func(r rm.OutboxRow) error {
-			switch {
-			case len(out) >= n:
-				return rm.ErrStopIteration
-			case r.Parked:
-				return nil
-			case blocked[r.Change.Channel]:
-				return nil
-			case o.leased(&r, now) || o.waiting(&r, now):
-				blocked[r.Change.Channel] = true
-				return nil
-			}
-			r.ClaimToken, r.LeaseUntil = token, now.Add(o.lease())
-			out = append(out, r)
-			return nil
-		})
-		if err != nil {
+		if err != nil || len(held) > 0 {
+			out = held
 			return err
 		}
 		for _, r := range out {

@@ -26,7 +26,7 @@ func (c *clock) Advance(d time.Duration) {
 	c.mu.Unlock()
 }
 
-func openStore(t *testing.T) *boltstore.Store {
+func openStore(t testing.TB) *boltstore.Store {
 	t.Helper()
 	s, err := boltstore.Open(t.TempDir()+"/feed.db", boltstore.Options{NoSync: true})
 	if err != nil {
