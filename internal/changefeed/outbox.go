@@ -267,6 +267,10 @@ type RowSummary struct {
 	LastError   string    `json:"last_error,omitempty"`
 }
 
+// MaxListed is the most outbox rows one listing shows (GET /v1/outbox, `slackpoll
+// outbox`); OutboxStats counts them all.
+const MaxListed = 1000
+
 // ListOutbox returns up to limit rows of webhook ("" for all), parked ones only
 // when parkedOnly, by webhook and seq.
 func ListOutbox(tx rm.Tx, webhook string, parkedOnly bool, now time.Time, limit int) ([]RowSummary, error) {

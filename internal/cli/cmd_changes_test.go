@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	boltstore "github.com/slackpoll/slackpoll/internal/bolt"
 	"github.com/slackpoll/slackpoll/internal/readfixture"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 )
@@ -141,4 +142,38 @@ func TestOutboxRowsOfAWebhookNoLongerConfiguredAreReported(t *testing.T) {
 		t.Fatalf("once without the webhook: %d %s", code, errOut)
 	}
 	wantContains(t, "once's log", errOut, "not configured", "webhook=old")
+}
+
+// `slackpoll outbox` lists at most 1000 rows; a longer outbox must not look like one
+// of 1000 rows.
+func TestOutboxSaysWhenItListsOnlyThe1000First(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "slackpoll.db")
+	s, err := boltstore.Open(path, boltstore.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.Update(func(tx rm.Tx) error {
+		for range 1001 {
+			c := rm.Change{ID: rm.NewEventID(), Kind: rm.ChangeMessageEdited, Channel: "C0GENERAL", TS: "1.000001"}
+			if err := tx.AppendChange(&c); err != nil {
+				return err
+			}
+			if err := tx.PutOutbox(rm.OutboxRow{Webhook: "app", Seq: c.Seq, Change: c}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if cerr := s.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := writeConfig(t, cfgOpts{store: path, convs: []string{"C0GENERAL"}})
+	code, out, errOut := runCLI(context.Background(), "outbox", "--config", cfg)
+	if code != 0 {
+		t.Fatalf("outbox: %d %s", code, errOut)
+	}
+	wantContains(t, "outbox of 1001 rows", out, "only the first 1000 rows are listed")
 }

@@ -114,7 +114,7 @@ func (a *api) outbox(w http.ResponseWriter, r *http.Request) {
 	var items []changefeed.RowSummary
 	err := a.store.View(func(tx rm.Tx) error {
 		var err error
-		items, err = changefeed.ListOutbox(tx, q.Get("webhook"), q.Get("parked") == "true", a.now(), 1000)
+		items, err = changefeed.ListOutbox(tx, q.Get("webhook"), q.Get("parked") == "true", a.now(), changefeed.MaxListed)
 		return err
 	})
 	if err != nil {
