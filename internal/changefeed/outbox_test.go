@@ -1,11 +1,14 @@
 package changefeed_test
 
 import (
+	"encoding/binary"
 	"errors"
 	"slices"
 	"sync"
 	"testing"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 
 	boltstore "github.com/slackpoll/slackpoll/internal/bolt"
 	"github.com/slackpoll/slackpoll/internal/changefeed"
@@ -311,4 +314,28 @@ func TestPruneIsNotStuckBehindAChangeStampedByAClockThatWasAhead(t *testing.T) {
 	if n, _ := changefeed.Prune(s, now, 7*24*time.Hour, 100); n != 0 {
 		t.Errorf("Prune pruned %d of a recent change (%d) and one stamped ahead after it (%d)", n, recent, future)
 	}
+}
+
+// An undecodable change (a flipped bit) is skipped by every read; retention must
+// still delete it with the changes around it, or the oldest seq it keeps would hide
+// the pruning from a consumer behind it, who must get 410.
+func TestPruneDeletesAnUndecodableChangeAmongTheOldOnes(t *testing.T) {
+	s := openStore(t)
+	seqs := enqueue(t, s, "h", t0, "C1", "C1", "C1")
+	err := s.DB().Update(func(btx *bolt.Tx) error {
+		return btx.Bucket([]byte("changes")).Put(binary.BigEndian.AppendUint64(nil, seqs[0]), []byte{1, '{', 0xff})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := changefeed.Prune(s, t0.Add(8*24*time.Hour), 7*24*time.Hour, 100); err != nil {
+		t.Fatal(err)
+	}
+	_ = s.View(func(tx rm.Tx) error {
+		_, err := changefeed.Read(tx, 0, 10, rm.ChangeFilter{})
+		if !errors.Is(err, changefeed.ErrGone) {
+			t.Errorf("Read after 0 once every change is past retention = %v, want gone", err)
+		}
+		return nil
+	})
 }

@@ -35,10 +35,20 @@ func Prune(store rm.Store, now time.Time, retention time.Duration, limit int) (i
 		if err != nil {
 			return err
 		}
+		// Every seq up to each old one goes: a change no read can decode (skipped, so
+		// not in old) would otherwise stay forever as the oldest held, and hide the
+		// pruning from a consumer behind it.
+		from, _, err := tx.ChangeBounds()
+		if err != nil {
+			return err
+		}
 		for _, seq := range old {
-			if err := tx.DeleteChange(seq); err != nil {
-				return err
+			for s := from; s <= seq; s++ {
+				if err := tx.DeleteChange(s); err != nil {
+					return err
+				}
 			}
+			from = seq + 1
 		}
 		n = len(old)
 		return nil
