@@ -2,6 +2,7 @@ package changefeed
 
 import (
 	"errors"
+	"sync"
 	"time"
 
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
@@ -22,6 +23,11 @@ type Outbox struct {
 	Backoff, MaxBackoff time.Duration
 	// MaxAttempts parks a row after that many failed attempts (default 10).
 	MaxAttempts int
+
+	mu sync.Mutex
+	// tokens are the claim tokens Claim was called with, until their lease ends: only
+	// these can hold rows, so only their claims walk the whole outbox for them.
+	tokens map[string]time.Time
 }
 
 // Outcome names what a delivery attempt did, for logs and metrics.
@@ -101,28 +107,54 @@ func (o *Outbox) waiting(r *rm.OutboxRow, now time.Time) bool {
 	return now.Before(r.NextAttempt) && !r.NextAttempt.After(now.Add(o.maxBackoff()))
 }
 
+// used reports whether this Outbox was asked to claim for token before, while the
+// rows that claim took may still hold, and remembers it for the claim's lease.
+func (o *Outbox) used(token string, now time.Time) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for t, until := range o.tokens {
+		if !now.Before(until) {
+			delete(o.tokens, t)
+		}
+	}
+	if _, ok := o.tokens[token]; ok {
+		return true
+	}
+	if o.tokens == nil {
+		o.tokens = map[string]time.Time{}
+	}
+	o.tokens[token] = now.Add(o.lease())
+	return false
+}
+
 // Claim claims up to n rows of webhook for token, in seq order, with a lease of
 // Lease, and returns them. Per conversation, order holds: a row that is held by
 // another claim or backing off keeps every later row of its conversation out of the
 // batch. Parked rows are skipped and hold nothing back. Claiming again with the same
 // token while its claim holds returns the same rows and claims no others: a
 // deliverer that retries a claim whose answer it lost does not take a second batch.
+// (The same Outbox must see both claims: a token it never claimed for holds no row,
+// so its claim reads the outbox only as far as its batch, not all of it.)
 func (o *Outbox) Claim(webhook, token string, n int) ([]rm.OutboxRow, error) {
 	if token == "" {
 		return nil, errors.New("outbox: empty claim token")
 	}
 	var out []rm.OutboxRow
+	used := o.used(token, o.now())
 	err := o.Store.Update(func(tx rm.Tx) error {
 		// One walk finds both the rows token holds and the rows it would claim: each
-		// row decoded costs, and an outbox grows long while a receiver is down.
+		// row decoded costs, and a backlog (a first sync with backfill, a receiver
+		// down) is long. Only a token used before walks it all.
 		var held []rm.OutboxRow
 		out = out[:0]
 		now := o.now()
 		blocked := map[string]bool{}
 		err := tx.Outbox(webhook, func(r rm.OutboxRow) error {
 			switch {
-			case o.held(&r, token, now):
+			case used && o.held(&r, token, now):
 				held = append(held, r)
+			case !used && len(out) >= n:
+				return rm.ErrStopIteration
 			case len(held) > 0 || len(out) >= n || r.Parked || blocked[r.Change.Channel]:
 			case o.leased(&r, now) || o.waiting(&r, now):
 				blocked[r.Change.Channel] = true
