@@ -319,16 +319,16 @@ func (f *feedTx) messageEvent(kind string, m *Message) Change {
 }
 
 // emit stamps c and queues it for flush. A reply added to or removed from a thread
-// without a record key of its own carries its parent's: "a reply to record 42's
-// message" passes a filter on that record.
+// carries its parent's record key as thread_record: "a reply to record 42's message"
+// passes a filter on that record.
 func (f *feedTx) emit(c Change) error {
-	if (c.Kind == ChangeReplyAdded || c.Kind == ChangeReplyRemoved) && c.Record == "" && c.ThreadTS != "" {
+	if (c.Kind == ChangeReplyAdded || c.Kind == ChangeReplyRemoved) && c.ThreadTS != "" && c.ThreadTS != c.TS {
 		parent, ok, err := f.Tx.Message(c.Channel, c.ThreadTS) // not f.Message: seen stays the message being written
 		if err != nil {
 			return err
 		}
 		if ok {
-			c.Record = parent.Record
+			c.ThreadRecord = parent.Record
 		}
 	}
 	c.ID, c.ObservedAt = NewEventID(), f.now

@@ -262,9 +262,10 @@ func TestFeedStoreMadeBeforeTheFeedSetsItsBaselineWithoutAFlood(t *testing.T) {
 	wantChanges(t, tickAgain(t, p, store, clock), changeKey{Kind: rm.ChangeMessagePosted, TS: ts(-240, 0)})
 }
 
-// "Someone replied to record 42's message": a reply without a record key of its own
-// is added to (or removed from) the thread of a record-keyed parent, and its event
-// carries the parent's record, so a filter on record=ticket-42 sees the replies too.
+// "Someone replied to record 42's message": a reply is added to (or removed from) the
+// thread of a record-keyed parent, and its event carries the parent's record as
+// thread_record, so a filter on record=ticket-42 sees the replies too. Its own record
+// stays its own: a reply_removed without one says the reply left the store.
 func TestFeedRepliesCarryTheRecordOfTheirThreadsParent(t *testing.T) {
 	src := newStub()
 	src.addChannel(ch)
@@ -280,9 +281,10 @@ func TestFeedRepliesCarryTheRecordOfTheirThreadsParent(t *testing.T) {
 	added := tickAgain(t, p, store, clock)
 	src.setThread(ch, parent, msg(ch, ts(-30, 0), "U3", "r2"))
 	removed := tickAgain(t, p, store, clock)
+	f := rm.ChangeFilter{Records: []string{"ticket-42"}}
 	for _, got := range [][]rm.Change{added, removed} {
-		if len(got) != 1 || got[0].Record != "ticket-42" {
-			t.Errorf("reply changes %+v, want one with record ticket-42 (its thread's parent's)", got)
+		if len(got) != 1 || got[0].ThreadRecord != "ticket-42" || got[0].Record != "" || !f.Match(&got[0]) {
+			t.Errorf("reply changes %+v, want one with thread_record ticket-42 (its thread's parent's), no record of its own, passing record=ticket-42", got)
 		}
 	}
 }
