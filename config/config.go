@@ -103,16 +103,16 @@ type Changes struct {
 // Webhook is one receiver of the change feed's changes, POSTed through the outbox.
 // Zero durations and counts take the defaults documented in slackpoll.yaml.
 type Webhook struct {
-	Name        string   `yaml:"name" json:"name"`                 // unique; keys the webhook's outbox rows
-	URL         string   `yaml:"url" json:"url"`                   // http(s) URL the changes are POSTed to
-	Secret      Secret   `yaml:"secret" json:"secret"`             // signs every POST (X-Slackpoll-Signature); required
-	Kinds       []string `yaml:"kinds" json:"kinds"`               // change kinds to send; empty = all
-	Channels    []string `yaml:"channels" json:"channels"`         // conversation IDs; empty = all
-	Records     []string `yaml:"records" json:"records"`           // record keys; empty = all
-	Own         *bool    `yaml:"own" json:"own"`                   // true: only the app's own; false: only others'; unset: both
-	Timeout     Duration `yaml:"timeout" json:"timeout"`           // per POST; 0 = 10s
-	Lease       Duration `yaml:"lease" json:"lease"`               // how long a claim holds its rows; 0 = 1m
-	MaxAttempts int      `yaml:"max_attempts" json:"max_attempts"` // failed attempts before a row is parked; 0 = 10
+	Name        string    `yaml:"name" json:"name"`                 // unique; keys the webhook's outbox rows
+	URL         SecretURL `yaml:"url" json:"url"`                   // http(s) URL the changes are POSTed to; may carry credentials
+	Secret      Secret    `yaml:"secret" json:"secret"`             // signs every POST (X-Slackpoll-Signature); required
+	Kinds       []string  `yaml:"kinds" json:"kinds"`               // change kinds to send; empty = all
+	Channels    []string  `yaml:"channels" json:"channels"`         // conversation IDs; empty = all
+	Records     []string  `yaml:"records" json:"records"`           // record keys; empty = all
+	Own         *bool     `yaml:"own" json:"own"`                   // true: only the app's own; false: only others'; unset: both
+	Timeout     Duration  `yaml:"timeout" json:"timeout"`           // per POST; 0 = 10s
+	Lease       Duration  `yaml:"lease" json:"lease"`               // how long a claim holds its rows; 0 = 1m
+	MaxAttempts int       `yaml:"max_attempts" json:"max_attempts"` // failed attempts before a row is parked; 0 = 10
 }
 
 // Log configures logging.

@@ -209,7 +209,7 @@ func (w *walker) leaf(ptr reflect.Value, n *yaml.Node, key string) bool {
 		w.fail(n.Line, key, "want %s, not %s", expect(t, key), describe(n))
 		return false
 	}
-	if t == secretType {
+	if t == secretType || t == secretURLType {
 		return w.secret(ptr, n, key)
 	}
 	if k := t.Kind(); k >= reflect.Int && k <= reflect.Int64 && t != durationType && n.ShortTag() != "!!int" {
@@ -232,6 +232,8 @@ func (w *walker) leaf(ptr reflect.Value, n *yaml.Node, key string) bool {
 var (
 	durationType = reflect.TypeFor[Duration]()
 	secretType   = reflect.TypeFor[Secret]()
+	// A webhook URL may carry credentials: decoded like a token, never echoed.
+	secretURLType = reflect.TypeFor[SecretURL]()
 )
 
 // secret decodes a token key. Its errors never show the value: yaml's own

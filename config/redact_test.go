@@ -74,3 +74,28 @@ func TestSecretNotInErrors(t *testing.T) {
 		t.Errorf("token with newline from $SLACK_BOT_TOKEN: %v", err)
 	}
 }
+
+// A webhook URL may carry credentials (user:password, a token in its query):
+// `slackpoll config`, JSON, fmt and logs show the URL with them redacted.
+func TestWebhookURLCredentialsNeverPrinted(t *testing.T) {
+	c, err := Load(writeConfig(t, "webhooks:\n  - name: app\n    url: https://app:pw-SECRET@hooks.example/in?token=q-SECRET\n    secret: s\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := c.Webhooks[0]
+	if w.URL.Reveal() != "https://app:pw-SECRET@hooks.example/in?token=q-SECRET" {
+		t.Fatalf("URL not loaded: %q", w.URL.Reveal())
+	}
+	j, _ := json.Marshal(c)
+	var buf bytes.Buffer
+	slog.New(slog.NewTextHandler(&buf, nil)).Info("x", "url", w.URL, "webhook", w)
+	outputs := []string{c.String(), string(j), buf.String(), fmt.Sprintf("%v %+v %#v %s %q", w, w, w, w.URL, w.URL)}
+	for _, o := range outputs {
+		if strings.Contains(o, "SECRET") {
+			t.Errorf("webhook URL credentials printed: %s", o)
+		}
+	}
+	if !strings.Contains(c.String(), "url: https://app:xxxxx@hooks.example/in?xxxxx") {
+		t.Errorf("the redacted URL should still show where it points:\n%s", c.String())
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 )
 
 // Redacted is what a non-empty Secret prints as, in every format.
@@ -57,3 +58,68 @@ func (s Secret) MarshalJSON() ([]byte, error) { return json.Marshal(s.redacted()
 
 // MarshalYAML implements yaml.Marshaler with the redacted form.
 func (s Secret) MarshalYAML() (any, error) { return s.redacted(), nil }
+
+// SecretURL is a URL that may carry credentials: a webhook's user:password, or a
+// token in its query as many receivers expect. Like Secret, it never prints them: fmt,
+// JSON, YAML, text and slog all show RedactURL's form, which still says where it
+// points. Use Reveal to get the URL to send to.
+type SecretURL string
+
+// Reveal returns the URL with its credentials. Call it only to send a request.
+func (s SecretURL) Reveal() string { return string(s) }
+
+func (s SecretURL) redacted() string {
+	if s == "" {
+		return ""
+	}
+	u, err := url.Parse(string(s))
+	if err != nil {
+		return Redacted // not a URL (Validate says so): nothing of it is shown
+	}
+	return RedactURL(u)
+}
+
+// RedactURL returns u without its credentials: the password (or a user name alone,
+// which may be a token) and the query become xxxxx, the fragment is dropped.
+func RedactURL(u *url.URL) string {
+	r := *u
+	if r.User != nil {
+		if _, ok := r.User.Password(); ok {
+			r.User = url.UserPassword(r.User.Username(), "xxxxx")
+		} else {
+			r.User = url.User("xxxxx")
+		}
+	}
+	if r.RawQuery != "" || r.ForceQuery {
+		r.RawQuery, r.ForceQuery = "xxxxx", false
+	}
+	r.Fragment, r.RawFragment = "", ""
+	return r.String()
+}
+
+// String returns the redacted URL.
+func (s SecretURL) String() string { return s.redacted() }
+
+// GoString returns the redacted URL quoted, for %#v.
+func (s SecretURL) GoString() string { return fmt.Sprintf("%q", s.redacted()) }
+
+// Format implements fmt.Formatter so that no verb can print the credentials.
+func (s SecretURL) Format(f fmt.State, verb rune) {
+	if verb == 'v' && f.Flag('#') || verb == 'q' {
+		io.WriteString(f, s.GoString())
+		return
+	}
+	io.WriteString(f, s.redacted())
+}
+
+// LogValue implements slog.LogValuer.
+func (s SecretURL) LogValue() slog.Value { return slog.StringValue(s.redacted()) }
+
+// MarshalText implements encoding.TextMarshaler with the redacted URL.
+func (s SecretURL) MarshalText() ([]byte, error) { return []byte(s.redacted()), nil }
+
+// MarshalJSON implements json.Marshaler with the redacted URL.
+func (s SecretURL) MarshalJSON() ([]byte, error) { return json.Marshal(s.redacted()) }
+
+// MarshalYAML implements yaml.Marshaler with the redacted URL.
+func (s SecretURL) MarshalYAML() (any, error) { return s.redacted(), nil }

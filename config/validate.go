@@ -227,9 +227,12 @@ func (v *validator) webhooks() {
 			v.fail(key+".name", "want a short name without control characters, e.g. app")
 		}
 		seen[w.Name] = i
-		if u, err := url.Parse(w.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		switch u, err := url.Parse(w.URL.Reveal()); {
+		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
 			// The URL may carry credentials: it is not echoed.
 			v.fail(key+".url", "is not an http:// or https:// URL: want e.g. https://app.internal/slackpoll-events")
+		case u.Scheme == "http" && u.User != nil && !loopbackHost(u.Hostname()):
+			v.fail(key+".url", "would send its user:password unencrypted: want https://, or http:// only to localhost or a loopback address")
 		}
 		if !w.Secret.IsSet() {
 			v.fail(key+".secret", "is empty: every delivery is signed; set e.g. secret: ${SLACKPOLL_WEBHOOK_SECRET} and export that variable")

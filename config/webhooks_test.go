@@ -38,6 +38,7 @@ func TestWebhookErrorsNameTheKeyAndHideTheSecret(t *testing.T) {
 		{"webhooks:\n  - name: a\n    url: https://x/\n    secret: s\n    kinds: [reaction]\n", `webhooks[0].kinds[0]: unknown change kind "reaction"`},
 		{"webhooks:\n  - name: a\n    url: https://x/\n    secret: s\n  - name: a\n    url: https://y/\n    secret: s\n", `webhooks[1].name: "a" is used twice`},
 		{"webhooks:\n  - name: a\n    url: https://x/\n    secret: s\n    retries: 3\n", `unknown key "webhooks[0].retries"`},
+		{"webhooks:\n  - name: a\n    url: http://user:pw@hooks.example/in\n    secret: s\n", "webhooks[0].url: would send its user:password unencrypted"},
 		{"changes:\n  retention: 0s\n", "changes.retention: 0s is not allowed"},
 	} {
 		_, err := Load(writeConfig(t, c.yaml))

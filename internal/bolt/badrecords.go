@@ -2,10 +2,13 @@ package boltstore
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"reflect"
 	"slices"
 	"sync"
+
+	"github.com/slackpoll/slackpoll/internal/readmodel"
 )
 
 // badRecords are the stored records reads found undecodable (a flipped bit: bbolt
@@ -86,6 +89,40 @@ func (t *tx) addJSON(bucket, k []byte, out any, err error) {
 		v := b.Get(key)
 		return v != nil && decodeJSON(v, reflect.New(typ).Interface()) != nil
 	})
+}
+
+// addChange records the undecodable change under key k of the feed.
+func (t *tx) addChange(k []byte, err error) {
+	key := bytes.Clone(k)
+	t.bad.add("change "+seqName(key), err, func(t *tx) bool {
+		b := t.btx.Bucket(bChanges)
+		if b == nil {
+			return false
+		}
+		v := b.Get(key)
+		return v != nil && decodeJSON(v, &readmodel.Change{}) != nil
+	})
+}
+
+// addOutbox records the undecodable outbox row of webhook under key k.
+func (t *tx) addOutbox(webhook string, k []byte, err error) {
+	key := bytes.Clone(k)
+	t.bad.add("outbox "+webhook+"/"+seqName(key), err, func(t *tx) bool {
+		root := t.btx.Bucket(bOutbox)
+		if root == nil || root.Bucket([]byte(webhook)) == nil {
+			return false
+		}
+		v := root.Bucket([]byte(webhook)).Get(key)
+		return v != nil && decodeJSON(v, &readmodel.OutboxRow{}) != nil
+	})
+}
+
+// seqName shows a feed or outbox key: its seq, or its bytes when it is not 8 long.
+func seqName(k []byte) string {
+	if len(k) != 8 {
+		return fmt.Sprintf("%x", k)
+	}
+	return fmt.Sprint(binary.BigEndian.Uint64(k))
 }
 
 // Undecodable implements readmodel.Tx.

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"math"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -43,14 +44,15 @@ func (t *tx) AppendChange(c *readmodel.Change) error {
 // read-only before its first write by this version has no feed: then it is empty.
 func (t *tx) Changes(after uint64, fn func(readmodel.Change) error) error {
 	b := t.btx.Bucket(bChanges)
-	if b == nil {
+	if b == nil || after == math.MaxUint64 { // after+1 would wrap to the first change
 		return nil
 	}
 	c := b.Cursor()
 	for k, v := c.Seek(seqKey(after + 1)); k != nil; k, v = c.Next() {
 		var ch readmodel.Change
 		if err := decodeJSON(v, &ch); err != nil {
-			return decodeError(string(bChanges), k, err)
+			t.addChange(k, err) // skipped and reported: the feed after it stays readable
+			continue
 		}
 		if err := fn(ch); err != nil {
 			return stopped(err)
@@ -116,19 +118,21 @@ func (t *tx) Outbox(webhook string, fn func(readmodel.OutboxRow) error) error {
 		if b == nil {
 			return nil
 		}
-		return stopped(outboxRows(b, fn))
+		return stopped(t.outboxRows(webhook, b, fn))
 	}
-	return stopped(root.ForEachBucket(func(name []byte) error { return outboxRows(root.Bucket(name), fn) }))
+	return stopped(root.ForEachBucket(func(name []byte) error { return t.outboxRows(string(name), root.Bucket(name), fn) }))
 }
 
 // outboxRows walks one webhook's rows; a callback's ErrStopIteration is passed up
-// unchanged, so that a walk over every webhook stops too.
-func outboxRows(b *bolt.Bucket, fn func(readmodel.OutboxRow) error) error {
+// unchanged, so that a walk over every webhook stops too. An undecodable row is
+// skipped and reported, so that it stops neither its webhook's claims nor the status.
+func (t *tx) outboxRows(webhook string, b *bolt.Bucket, fn func(readmodel.OutboxRow) error) error {
 	c := b.Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
 		var r readmodel.OutboxRow
 		if err := decodeJSON(v, &r); err != nil {
-			return decodeError(string(bOutbox), k, err)
+			t.addOutbox(webhook, k, err)
+			continue
 		}
 		if err := fn(r); err != nil {
 			return err
@@ -153,7 +157,8 @@ func (t *tx) OutboxRow(webhook string, seq uint64) (readmodel.OutboxRow, bool, e
 		return r, false, nil
 	}
 	if err := decodeJSON(v, &r); err != nil {
-		return r, false, decodeError(string(bOutbox), seqKey(seq), err)
+		t.addOutbox(webhook, seqKey(seq), err) // absent, as every read of it
+		return readmodel.OutboxRow{}, false, nil
 	}
 	return r, true, nil
 }

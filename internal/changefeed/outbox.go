@@ -2,6 +2,7 @@ package changefeed
 
 import (
 	"errors"
+	"sync"
 	"time"
 
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
@@ -22,6 +23,11 @@ type Outbox struct {
 	Backoff, MaxBackoff time.Duration
 	// MaxAttempts parks a row after that many failed attempts (default 10).
 	MaxAttempts int
+
+	mu sync.Mutex
+	// tokens are the claim tokens Claim was called with, until their lease ends: only
+	// these can hold rows, so only their claims walk the whole outbox for them.
+	tokens map[string]time.Time
 }
 
 // Outcome names what a delivery attempt did, for logs and metrics.
@@ -76,14 +82,18 @@ func (o *Outbox) maxAttempts() int {
 	return 10
 }
 
-// held reports whether token holds r at now. A lease further ahead than one lease
-// period was written by a clock that has since moved back: it is not trusted.
+// held reports whether token holds r at now.
 func (o *Outbox) held(r *rm.OutboxRow, token string, now time.Time) bool {
 	return r.ClaimToken != "" && r.ClaimToken == token && o.leased(r, now)
 }
 
+// leased reports whether r's claim holds at now. A lease more than two lease periods
+// ahead was written by a clock that has since moved back by more than a lease: it is
+// not trusted. A smaller step back (an NTP correction, a resumed VM) leaves a fresh
+// claim a little more than one period ahead, and it still holds: its deliverer is
+// at work, and neither its completion is refused nor its rows claimed by another.
 func (o *Outbox) leased(r *rm.OutboxRow, now time.Time) bool {
-	return r.ClaimToken != "" && now.Before(r.LeaseUntil) && !r.LeaseUntil.After(now.Add(o.lease()))
+	return r.ClaimToken != "" && now.Before(r.LeaseUntil) && !r.LeaseUntil.After(now.Add(2*o.lease()))
 }
 
 // Expired reports whether the claim on r, as Claim returned it, has run out: a
@@ -97,47 +107,65 @@ func (o *Outbox) waiting(r *rm.OutboxRow, now time.Time) bool {
 	return now.Before(r.NextAttempt) && !r.NextAttempt.After(now.Add(o.maxBackoff()))
 }
 
+// used reports whether this Outbox was asked to claim for token before, while the
+// rows that claim took may still hold, and remembers it for the claim's lease.
+func (o *Outbox) used(token string, now time.Time) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for t, until := range o.tokens {
+		if !now.Before(until) {
+			delete(o.tokens, t)
+		}
+	}
+	if _, ok := o.tokens[token]; ok {
+		return true
+	}
+	if o.tokens == nil {
+		o.tokens = map[string]time.Time{}
+	}
+	o.tokens[token] = now.Add(o.lease())
+	return false
+}
+
 // Claim claims up to n rows of webhook for token, in seq order, with a lease of
 // Lease, and returns them. Per conversation, order holds: a row that is held by
 // another claim or backing off keeps every later row of its conversation out of the
 // batch. Parked rows are skipped and hold nothing back. Claiming again with the same
 // token while its claim holds returns the same rows and claims no others: a
 // deliverer that retries a claim whose answer it lost does not take a second batch.
+// (The same Outbox must see both claims: a token it never claimed for holds no row,
+// so its claim reads the outbox only as far as its batch, not all of it.)
 func (o *Outbox) Claim(webhook, token string, n int) ([]rm.OutboxRow, error) {
 	if token == "" {
 		return nil, errors.New("outbox: empty claim token")
 	}
 	var out []rm.OutboxRow
+	used := o.used(token, o.now())
 	err := o.Store.Update(func(tx rm.Tx) error {
+		// One walk finds both the rows token holds and the rows it would claim: each
+		// row decoded costs, and a backlog (a first sync with backfill, a receiver
+		// down) is long. Only a token used before walks it all.
+		var held []rm.OutboxRow
 		out = out[:0]
 		now := o.now()
+		blocked := map[string]bool{}
 		err := tx.Outbox(webhook, func(r rm.OutboxRow) error {
-			if o.held(&r, token, now) {
+			switch {
+			case used && o.held(&r, token, now):
+				held = append(held, r)
+			case !used && len(out) >= n:
+				return rm.ErrStopIteration
+			case len(held) > 0 || len(out) >= n || r.Parked || blocked[r.Change.Channel]:
+			case o.leased(&r, now) || o.waiting(&r, now):
+				blocked[r.Change.Channel] = true
+			default:
+				r.ClaimToken, r.LeaseUntil = token, now.Add(o.lease())
 				out = append(out, r)
 			}
 			return nil
 		})
-		if err != nil || len(out) > 0 {
-			return err
-		}
-		blocked := map[string]bool{}
-		err = tx.Outbox(webhook, func(r rm.OutboxRow) error {
-			switch {
-			case len(out) >= n:
-				return rm.ErrStopIteration
-			case r.Parked:
-				return nil
-			case blocked[r.Change.Channel]:
-				return nil
-			case o.leased(&r, now) || o.waiting(&r, now):
-				blocked[r.Change.Channel] = true
-				return nil
-			}
-			r.ClaimToken, r.LeaseUntil = token, now.Add(o.lease())
-			out = append(out, r)
-			return nil
-		})
-		if err != nil {
+		if err != nil || len(held) > 0 {
+			out = held
 			return err
 		}
 		for _, r := range out {
@@ -270,6 +298,10 @@ type RowSummary struct {
 	Parked      bool      `json:"parked"`
 	LastError   string    `json:"last_error,omitempty"`
 }
+
+// MaxListed is the most outbox rows one listing shows (GET /v1/outbox, `slackpoll
+// outbox`); OutboxStats counts them all.
+const MaxListed = 1000
 
 // ListOutbox returns up to limit rows of webhook ("" for all), parked ones only
 // when parkedOnly, by webhook and seq.

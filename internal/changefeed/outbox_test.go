@@ -1,11 +1,14 @@
 package changefeed_test
 
 import (
+	"encoding/binary"
 	"errors"
 	"slices"
 	"sync"
 	"testing"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 
 	boltstore "github.com/slackpoll/slackpoll/internal/bolt"
 	"github.com/slackpoll/slackpoll/internal/changefeed"
@@ -26,7 +29,7 @@ func (c *clock) Advance(d time.Duration) {
 	c.mu.Unlock()
 }
 
-func openStore(t *testing.T) *boltstore.Store {
+func openStore(t testing.TB) *boltstore.Store {
 	t.Helper()
 	s, err := boltstore.Open(t.TempDir()+"/feed.db", boltstore.Options{NoSync: true})
 	if err != nil {
@@ -229,5 +232,157 @@ func TestReadSaysGoneWhenTheConsumerIsBehindRetention(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A clock stepped back a little (an NTP correction, a VM resumed) leaves a fresh
+// claim's lease a little more than one lease period ahead. That claim still holds:
+// its completion is accepted, and no other claim takes its rows meanwhile.
+func TestAClaimSurvivesTheClockSteppingBackALittle(t *testing.T) {
+	s := openStore(t)
+	c := &clock{t: t0}
+	o := newOutbox(s, c) // 30s lease
+	seq := enqueue(t, s, "h", t0, "C1")[0]
+	if rows, _ := o.Claim("h", "a", 1); len(rows) != 1 {
+		t.Fatal("nothing claimed")
+	}
+	c.Advance(-2 * time.Second)
+	if rows, _ := o.Claim("h", "b", 1); len(rows) != 0 {
+		t.Errorf("after the clock stepped back 2s, another claim took the row a holds: %v", seqsOf(rows))
+	}
+	if ok, err := o.Complete("h", "a", seq); !ok || err != nil {
+		t.Errorf("completion by the holder after the clock stepped back 2s = %v, %v; want accepted (not fenced: the lease has not run out)", ok, err)
+	}
+}
+
+// A filter that skips most of a long feed must not hold one read transaction over
+// all of it (a long read blocks the writer's file growth): a page examines at most
+// MaxScan changes, and Next lets the consumer read on.
+func TestReadExaminesAtMostMaxScanChanges(t *testing.T) {
+	s := openStore(t)
+	err := s.Update(func(tx rm.Tx) error {
+		for i := range changefeed.MaxScan + 1 {
+			kind := rm.ChangeMessageEdited
+			if i == changefeed.MaxScan {
+				kind = rm.ChangeUserRenamed
+			}
+			c := rm.Change{ID: rm.NewEventID(), Kind: kind, Channel: "C1", ObservedAt: t0}
+			if err := tx.AppendChange(&c); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := rm.ChangeFilter{Kinds: []string{rm.ChangeUserRenamed}}
+	var first, second changefeed.Page
+	_ = s.View(func(tx rm.Tx) error {
+		first, err = changefeed.Read(tx, 0, 10, f)
+		if err == nil {
+			second, err = changefeed.Read(tx, first.Next, 10, f)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(first.Changes) != 0 || first.Next != changefeed.MaxScan {
+		t.Errorf("first page: %d changes, next %d; want none, next %d (the scan's bound)", len(first.Changes), first.Next, changefeed.MaxScan)
+	}
+	if len(second.Changes) != 1 || second.Next != changefeed.MaxScan+1 {
+		t.Errorf("second page: %d changes, next %d; want the rename, next %d", len(second.Changes), second.Next, changefeed.MaxScan+1)
+	}
+}
+
+// A change stamped while the clock was far ahead (a wrong RTC at boot, corrected
+// later) must not stop retention for as long as that stamp lies in the future: the
+// changes after it, stamped by the corrected clock, came later, so once one of them
+// is past retention, the one before it is too.
+func TestPruneIsNotStuckBehindAChangeStampedByAClockThatWasAhead(t *testing.T) {
+	s := openStore(t)
+	ahead := enqueue(t, s, "h", t0.Add(365*24*time.Hour), "C1")[0]
+	after := enqueue(t, s, "h", t0, "C1", "C1")
+	now := t0.Add(8 * 24 * time.Hour)
+	n, err := changefeed.Prune(s, now, 7*24*time.Hour, 100)
+	if n != 3 || err != nil {
+		t.Errorf("Prune = %d, %v; want the 3 changes (%d, %v) gone: the two stamped 8 days ago, and the one before them", n, err, ahead, after)
+	}
+	recent := enqueue(t, s, "h", now, "C1")[0]
+	future := enqueue(t, s, "h", now.Add(365*24*time.Hour), "C1")[0]
+	if n, _ := changefeed.Prune(s, now, 7*24*time.Hour, 100); n != 0 {
+		t.Errorf("Prune pruned %d of a recent change (%d) and one stamped ahead after it (%d)", n, recent, future)
+	}
+}
+
+// An undecodable change (a flipped bit) is skipped by every read; retention must
+// still delete it with the changes around it, or the oldest seq it keeps would hide
+// the pruning from a consumer behind it, who must get 410.
+func TestPruneDeletesAnUndecodableChangeAmongTheOldOnes(t *testing.T) {
+	s := openStore(t)
+	seqs := enqueue(t, s, "h", t0, "C1", "C1", "C1")
+	err := s.DB().Update(func(btx *bolt.Tx) error {
+		return btx.Bucket([]byte("changes")).Put(binary.BigEndian.AppendUint64(nil, seqs[0]), []byte{1, '{', 0xff})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := changefeed.Prune(s, t0.Add(8*24*time.Hour), 7*24*time.Hour, 100); err != nil {
+		t.Fatal(err)
+	}
+	_ = s.View(func(tx rm.Tx) error {
+		_, err := changefeed.Read(tx, 0, 10, rm.ChangeFilter{})
+		if !errors.Is(err, changefeed.ErrGone) {
+			t.Errorf("Read after 0 once every change is past retention = %v, want gone", err)
+		}
+		return nil
+	})
+}
+
+// countingStore counts the outbox rows its transactions' walks decode.
+type countingStore struct {
+	rm.Store
+	rows int
+}
+
+type countingTx struct {
+	rm.Tx
+	s *countingStore
+}
+
+func (s *countingStore) Update(fn func(rm.Tx) error) error {
+	return s.Store.Update(func(tx rm.Tx) error { return fn(countingTx{tx, s}) })
+}
+
+func (t countingTx) Outbox(webhook string, fn func(rm.OutboxRow) error) error {
+	return t.Tx.Outbox(webhook, func(r rm.OutboxRow) error { t.s.rows++; return fn(r) })
+}
+
+// Each claim of a batch walked the whole outbox (for rows its token might already
+// hold), so draining a backlog — a first sync with backfill, a receiver back after
+// an outage — cost the square of its length: 20,000 rows took 45 s of claims, each a
+// write transaction holding off the poller. A token never used for a claim holds no
+// row: its claim stops at its batch.
+func TestAFreshClaimReadsOnlyAsFarAsItsBatch(t *testing.T) {
+	s := openStore(t)
+	c := &clock{t: t0}
+	channels := make([]string, 1000)
+	for i := range channels {
+		channels[i] = "C1"
+	}
+	seqs := enqueue(t, s, "h", t0, channels...)
+	counting := &countingStore{Store: s}
+	o := newOutbox(counting, c)
+	rows, err := o.Claim("h", "fresh", 10)
+	if err != nil || !slices.Equal(seqsOf(rows), seqs[:10]) {
+		t.Fatalf("Claim = %v, %v; want the first 10", seqsOf(rows), err)
+	}
+	if counting.rows > 11 {
+		t.Errorf("a claim of 10 rows from a fresh token read %d of the outbox's 1000 rows", counting.rows)
+	}
+	again, _ := o.Claim("h", "fresh", 10)
+	if !slices.Equal(seqsOf(again), seqs[:10]) {
+		t.Errorf("the same token claiming again got %v, want the same rows", seqsOf(again))
 	}
 }

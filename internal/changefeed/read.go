@@ -7,6 +7,12 @@ import (
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 )
 
+// MaxScan is the most changes one Read examines. A filter that skips most of a long
+// feed would otherwise hold one read transaction over all of it (and a long read
+// transaction keeps the writer from growing the file); the page then ends early,
+// maybe empty, and Next says where to read on.
+const MaxScan = 10_000
+
 // Page is one answer of the feed: the changes after a seq, and where the feed stands.
 type Page struct {
 	Changes []rm.Change `json:"changes"`
@@ -36,8 +42,22 @@ var ErrGone = errors.New("changes pruned")
 // Is makes errors.Is(err, ErrGone) true for a *GoneError.
 func (e *GoneError) Is(target error) bool { return target == ErrGone }
 
+// AheadError says a consumer's cursor is past the last seq this store assigned: it
+// was not handed out by this feed (another store's, or this one's before a restore
+// from a backup, which reissues seqs). Served as it stands, the consumer would skip
+// every change up to its cursor without knowing.
+type AheadError struct {
+	After, Last uint64
+}
+
+func (e *AheadError) Error() string {
+	return fmt.Sprintf("after=%d is past the last seq of this feed, %d: the cursor is from another store, or from before a restore from a backup; resynchronise from an export, then follow from seq %d",
+		e.After, e.Last, e.Last)
+}
+
 // Read returns up to limit changes with seq > after that pass f, in seq order, and
-// the feed's bounds. It fails with a *GoneError when changes after after were pruned.
+// the feed's bounds; it examines at most MaxScan changes. It fails with a *GoneError when changes after after were pruned,
+// and with an *AheadError when after is past the last seq.
 func Read(tx rm.Tx, after uint64, limit int, f rm.ChangeFilter) (Page, error) {
 	oldest, last, err := tx.ChangeBounds()
 	if err != nil {
@@ -47,13 +67,18 @@ func Read(tx rm.Tx, after uint64, limit int, f rm.ChangeFilter) (Page, error) {
 		oldest = last + 1
 	}
 	p := Page{Changes: []rm.Change{}, Next: after, Oldest: oldest, Last: last}
+	if after > last {
+		return p, &AheadError{After: after, Last: last}
+	}
 	if after+1 < oldest && after < last {
 		return p, &GoneError{After: after, Oldest: oldest}
 	}
+	examined := 0
 	err = tx.Changes(after, func(c rm.Change) error {
-		if len(p.Changes) >= limit {
+		if len(p.Changes) >= limit || examined >= MaxScan {
 			return rm.ErrStopIteration
 		}
+		examined++
 		p.Next = c.Seq
 		if f.Match(&c) {
 			p.Changes = append(p.Changes, c)

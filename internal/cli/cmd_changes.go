@@ -148,7 +148,7 @@ func cmdOutbox(ctx context.Context, c *cmdCtx) error {
 		rows = l.Items
 	} else {
 		err = r.store.View(func(tx rm.Tx) error {
-			rows, err = changefeed.ListOutbox(tx, c.feed.webhook, c.feed.parked, time.Now(), 1000)
+			rows, err = changefeed.ListOutbox(tx, c.feed.webhook, c.feed.parked, time.Now(), changefeed.MaxListed)
 			return err
 		})
 	}
@@ -179,8 +179,11 @@ func cmdOutbox(ctx context.Context, c *cmdCtx) error {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%d\t%s\t%s\n", row.Webhook, row.Seq, row.Kind, dashIfEmpty(row.Channel), state,
 			row.Attempts, time.Since(row.Enqueued).Round(time.Second), dashIfEmpty(row.LastError))
 	}
-	if len(rows) == 0 {
+	switch {
+	case len(rows) == 0:
 		fmt.Fprintln(tw, "(no rows: everything was delivered)")
+	case len(rows) >= changefeed.MaxListed:
+		fmt.Fprintf(tw, "(only the first %d rows are listed; `slackpoll status` counts them all)\n", changefeed.MaxListed)
 	}
 	return tw.Flush()
 }

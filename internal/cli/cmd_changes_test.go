@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	boltstore "github.com/slackpoll/slackpoll/internal/bolt"
 	"github.com/slackpoll/slackpoll/internal/readfixture"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 )
@@ -71,6 +72,9 @@ func TestChangesOutboxAndRequeueOnTheStore(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "reply_added") || !strings.Contains(out, "parked") || !strings.Contains(out, "HTTP 503") {
 		t.Errorf("outbox --parked: %d\n%s", code, out)
 	}
+	// status points at the commands that exist.
+	_, out, _ = runCLI(context.Background(), "status", "--config", cfg)
+	wantContains(t, "status with a parked row", out, "webhook app: 0 pending, 1 parked; see `slackpoll outbox --parked`, then `slackpoll requeue --webhook app`")
 	if code, _, errOut := runCLI(context.Background(), "requeue", "--config", cfg); code != ExitUsage || !strings.Contains(errOut, "--webhook") {
 		t.Errorf("requeue without --webhook: %d %s", code, errOut)
 	}
@@ -109,4 +113,67 @@ func TestChangesThroughTheDaemonWhileItHoldsTheStore(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &c); err != nil || c.Seq != seqs[1] || strings.Count(out, "\n") != 1 {
 		t.Errorf("changes through the API printed %q (%v), want the edit, seq %d", out, err, seqs[1])
 	}
+}
+
+// A webhook removed (or renamed) from the config leaves its undelivered rows in the
+// outbox, where nothing delivers them. They are kept — configuring the name again
+// delivers them — but status and the daemon's start say so, rather than show them
+// as pending like a live webhook's.
+func TestOutboxRowsOfAWebhookNoLongerConfiguredAreReported(t *testing.T) {
+	fake, _ := onceWorkspace(t)
+	rx := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer rx.Close()
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	store := filepath.Join(t.TempDir(), "slackpoll.db")
+	base := cfgOpts{store: store, apiURL: srv.URL, slack: fake.Token(), convs: []string{"C0GENERAL"}, extra: "changes:\n  backfill: true\n"}
+	with := base
+	with.extra += fmt.Sprintf("webhooks:\n  - name: old\n    url: %s\n    secret: s\n", rx.URL)
+	if code, _, errOut := runCLI(context.Background(), "once", "--config", writeConfig(t, with)); code != 0 {
+		t.Fatalf("once: %d %s", code, errOut)
+	}
+	without := writeConfig(t, base)
+	_, out, _ := runCLI(context.Background(), "status", "--config", without)
+	wantContains(t, "status", out, "webhook old: not configured")
+	code, _, errOut := runCLI(context.Background(), "once", "--config", without)
+	if code != 0 {
+		t.Fatalf("once without the webhook: %d %s", code, errOut)
+	}
+	wantContains(t, "once's log", errOut, "not configured", "webhook=old")
+}
+
+// `slackpoll outbox` lists at most 1000 rows; a longer outbox must not look like one
+// of 1000 rows.
+func TestOutboxSaysWhenItListsOnlyThe1000First(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "slackpoll.db")
+	s, err := boltstore.Open(path, boltstore.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.Update(func(tx rm.Tx) error {
+		for range 1001 {
+			c := rm.Change{ID: rm.NewEventID(), Kind: rm.ChangeMessageEdited, Channel: "C0GENERAL", TS: "1.000001"}
+			if err := tx.AppendChange(&c); err != nil {
+				return err
+			}
+			if err := tx.PutOutbox(rm.OutboxRow{Webhook: "app", Seq: c.Seq, Change: c}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if cerr := s.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := writeConfig(t, cfgOpts{store: path, convs: []string{"C0GENERAL"}})
+	code, out, errOut := runCLI(context.Background(), "outbox", "--config", cfg)
+	if code != 0 {
+		t.Fatalf("outbox: %d %s", code, errOut)
+	}
+	wantContains(t, "outbox of 1001 rows", out, "only the first 1000 rows are listed")
 }

@@ -60,6 +60,7 @@ func (c *cmdCtx) startDaemon() (*daemon, error) {
 	pc.Feed = feedConfig(cfg)
 	pc.OnChanges = d.changesCommitted
 	d.poller = rm.NewPoller(store, src, pc)
+	d.warnUnconfiguredOutbox()
 	return d, nil
 }
 

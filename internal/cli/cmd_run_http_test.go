@@ -4,17 +4,20 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/slackpoll/slackpoll/internal/changefeed"
 	"github.com/slackpoll/slackpoll/internal/slackfake"
 	"github.com/slackpoll/slackpoll/internal/status"
 )
@@ -172,5 +175,86 @@ func TestRunStopsWhenItsStoreIsDeleted(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("run still running 30 s after its store was deleted")
+	}
+}
+
+// TestShutdownAnswersTheLongPollsInFlight: a SIGTERM answers every GET /v1/changes
+// long poll with what it has (an empty page and its cursor) at once, rather than
+// leave them holding the API's graceful shutdown until it gives up and cuts their
+// connections without an answer.
+func TestShutdownAnswersTheLongPollsInFlight(t *testing.T) {
+	fake := slackfake.New(slackfake.Options{})
+	if err := fake.AddConversation(slackfake.PublicChannel("C0GENERAL", "general")); err != nil {
+		t.Fatal(err)
+	}
+	slack := httptest.NewServer(fake)
+	defer slack.Close()
+	addr := freeAddr(t)
+	base := "http://" + addr
+	cfg := writeConfig(t, cfgOpts{
+		store: filepath.Join(t.TempDir(), "slackpoll.db"), convs: []string{"C0GENERAL"},
+		listen: addr, apiURL: slack.URL + "/api/", slack: fake.Token(), extra: "tick:\n  interval: 1h\n",
+	})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan int, 1)
+	go func() {
+		code, _, _ := runCLI(ctx, "run", "--config", cfg)
+		done <- code
+	}()
+	waitFor(t, "the first tick", func() bool {
+		code, b := get(base+"/v1/status", "")
+		var r status.Report
+		return code == http.StatusOK && json.Unmarshal(b, &r) == nil && r.LastTick != nil
+	})
+	_, b := get(base+"/v1/changes", "")
+	var p changefeed.Page
+	if err := json.Unmarshal(b, &p); err != nil {
+		t.Fatalf("/v1/changes: %s", b)
+	}
+	type answer struct {
+		code int
+		body []byte
+	}
+	polls := make(chan answer, 3)
+	sent := make(chan struct{}, cap(polls))
+	fresh := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}} // no idle connection the shutdown closes
+	for range cap(polls) {
+		go func() {
+			// The request written is enough: a connection with a request not yet read is
+			// not idle, so the shutdown serves it.
+			trace := &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { sent <- struct{}{} }}
+			req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(t.Context(), trace), http.MethodGet,
+				fmt.Sprintf("%s/v1/changes?after=%d&wait=50s", base, p.Last), nil)
+			resp, err := fresh.Do(req)
+			if err != nil {
+				polls <- answer{0, []byte(err.Error())}
+				return
+			}
+			b, _ := io.ReadAll(resp.Body)
+			_ = resp.Body.Close()
+			polls <- answer{resp.StatusCode, b}
+		}()
+	}
+	for range cap(polls) {
+		<-sent
+	}
+	// The server accepts connections in the order they came: one answered on a new
+	// connection after them means the polls' were accepted, and an accepted
+	// connection is served through the shutdown.
+	if resp, err := fresh.Get(base + "/healthz"); err != nil {
+		t.Fatal(err)
+	} else {
+		_ = resp.Body.Close()
+	}
+	cancel()
+	for range cap(polls) {
+		a := <-polls
+		var got changefeed.Page
+		if err := json.Unmarshal(a.body, &got); a.code != http.StatusOK || err != nil || got.Next != p.Last {
+			t.Errorf("long poll at shutdown = %d %s, want 200 with next %d", a.code, a.body, p.Last)
+		}
+	}
+	if code := <-done; code != ExitOK {
+		t.Errorf("run after cancel = %d", code)
 	}
 }

@@ -40,7 +40,7 @@ func cmdStatus(ctx context.Context, c *cmdCtx) error {
 		}
 		err = r.store.View(func(tx rm.Tx) error {
 			rep, err = status.Build(tx, status.Input{
-				Configured: cfg.Conversations, Interval: cfg.Tick.Interval.D(), Now: time.Now(),
+				Configured: cfg.Conversations, Interval: cfg.Tick.Interval.D(), Now: time.Now(), Webhooks: webhookNames(cfg),
 			})
 			return err
 		})

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"net/url"
+	"slices"
 	"sync"
 	"time"
 
@@ -45,7 +46,7 @@ func (d *daemon) newDeliverer() *webhook.Deliverer {
 	del := &webhook.Deliverer{Log: d.log, OnOutcome: d.metrics.OnDelivery}
 	// One outbox per webhook: lease and attempts are per webhook.
 	for _, w := range d.cfg.Webhooks {
-		u, _ := url.Parse(w.URL)
+		u, _ := url.Parse(w.URL.Reveal())
 		hook := webhook.Hook{Timeout: w.Timeout.D()}
 		out := changefeed.Outbox{Lease: w.Lease.D()}
 		if hook.TimeoutOrDefault() >= out.LeaseOrDefault() {
@@ -99,6 +100,28 @@ func (d *daemon) prune() {
 	}
 	if total > 0 {
 		d.log.Info("change feed: pruned changes past changes.retention", "changes", total, "retention", d.cfg.Changes.Retention)
+	}
+}
+
+// warnUnconfiguredOutbox logs the outbox rows of webhooks no longer configured:
+// nothing delivers them (status shows them too).
+func (d *daemon) warnUnconfiguredOutbox() {
+	var stats map[string]changefeed.Stats
+	err := d.store.View(func(tx rm.Tx) error {
+		var err error
+		stats, err = changefeed.OutboxStats(tx)
+		return err
+	})
+	if err != nil {
+		d.log.Error("change feed: reading the outbox failed", "err", err)
+		return
+	}
+	names := webhookNames(d.cfg)
+	for name, s := range stats {
+		if !slices.Contains(names, name) {
+			d.log.Warn("outbox rows of a webhook that is not configured (removed or renamed?) are kept undelivered until a webhook of that name is configured again",
+				"webhook", name, "rows", s.Pending+s.Parked)
+		}
 	}
 }
 

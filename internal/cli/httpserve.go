@@ -33,9 +33,10 @@ func (d *daemon) serveHTTP() (stop func(), err error) {
 	h := httpapi.New(httpapi.Options{
 		Store: d.store, Configured: d.cfg.Conversations, Interval: d.cfg.Tick.Interval.D(),
 		Token: d.cfg.HTTP.Token.Reveal(), Ready: d.metrics.Ready, Metrics: d.metrics, Logger: d.log, Listen: listen,
-		Notifier: d.notifier, OnRequeue: d.wakeDeliverer,
+		Notifier: d.notifier, OnRequeue: d.wakeDeliverer, Webhooks: webhookNames(d.cfg),
 	})
 	srv := httpapi.NewServer(listen, h)
+	srv.RegisterOnShutdown(d.notifier.Close) // long polls answer now, not when cut
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

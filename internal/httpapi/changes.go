@@ -26,10 +26,16 @@ type goneBody struct {
 	Oldest uint64 `json:"oldest"`
 }
 
+// aheadBody is the body of a 409: the consumer's cursor is past the feed's last seq.
+type aheadBody struct {
+	Error string `json:"error"`
+	Last  uint64 `json:"last"`
+}
+
 // changes answers GET /v1/changes?after=SEQ&limit=N&wait=30s&kind=&channel=&record=&own=:
 // a changefeed.Page of the changes after SEQ in seq order. With wait, an empty
 // answer is held until a change arrives or wait passes (a long poll). 410 when the
-// changes after SEQ were pruned.
+// changes after SEQ were pruned, 409 when SEQ is past the last seq.
 func (a *api) changes(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	after, err := uintParam(q.Get("after"), 0)
@@ -64,9 +70,13 @@ func (a *api) changes(w http.ResponseWriter, r *http.Request) {
 			return err
 		})
 		var gone *changefeed.GoneError
+		var ahead *changefeed.AheadError
 		switch {
 		case errors.As(err, &gone):
 			writeJSON(w, http.StatusGone, goneBody{Error: gone.Error(), Oldest: gone.Oldest})
+			return
+		case errors.As(err, &ahead):
+			writeJSON(w, http.StatusConflict, aheadBody{Error: ahead.Error(), Last: ahead.Last})
 			return
 		case err != nil:
 			a.internalError(w, r, err)
@@ -76,8 +86,12 @@ func (a *api) changes(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		// Nothing yet: filters may skip what arrives, so the wait goes on from the
-		// last seq examined.
+		// last seq examined — at once, in a fresh transaction, when the read stopped
+		// at its scan bound short of the last seq.
 		after = p.Next
+		if p.Next < p.Last && ctx.Err() == nil {
+			continue
+		}
 		if a.notifier.Wait(ctx, p.Last) != nil {
 			p.Next = after
 			writeJSON(w, http.StatusOK, p)
@@ -100,7 +114,7 @@ func (a *api) outbox(w http.ResponseWriter, r *http.Request) {
 	var items []changefeed.RowSummary
 	err := a.store.View(func(tx rm.Tx) error {
 		var err error
-		items, err = changefeed.ListOutbox(tx, q.Get("webhook"), q.Get("parked") == "true", a.now(), 1000)
+		items, err = changefeed.ListOutbox(tx, q.Get("webhook"), q.Get("parked") == "true", a.now(), changefeed.MaxListed)
 		return err
 	})
 	if err != nil {

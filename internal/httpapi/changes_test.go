@@ -217,3 +217,48 @@ func TestFeedMetrics(t *testing.T) {
 		t.Errorf("oldest pending age = %v, want about 60", age)
 	}
 }
+
+// A cursor this store never handed out (after > last: a cursor of another store, or
+// of this one before it was restored from a backup) must not be served as if it were
+// current: the consumer would silently skip every change up to its cursor.
+func TestChangesAfterBeyondTheLastSeqIsAConflict(t *testing.T) {
+	e := newFeedEnv(t)
+	last := e.add(t, rm.ChangeMessageEdited, "C1", time.Now(), false)
+	for _, after := range []string{jsonNum(last + 1), "18446744073709551615"} {
+		code, body := e.get(t, "/v1/changes?after="+after)
+		var ahead struct {
+			Error string `json:"error"`
+			Last  uint64 `json:"last"`
+		}
+		_ = json.Unmarshal(body, &ahead)
+		if code != http.StatusConflict || ahead.Last != last || ahead.Error == "" {
+			t.Errorf("after=%s with last seq %d: %d %s, want 409 naming the last seq", after, last, code, body)
+		}
+	}
+	if code, body := e.get(t, "/v1/changes?after="+jsonNum(last)); code != http.StatusOK {
+		t.Errorf("after=last: %d %s, want 200", code, body)
+	}
+}
+
+// A long poll whose filter skips a long stretch of the feed reads on past the scan's
+// bound (changefeed.MaxScan) rather than wait for a change that already arrived.
+func TestChangesLongPollReadsOnPastTheScanBound(t *testing.T) {
+	e := newFeedEnv(t)
+	err := e.store.Update(func(tx rm.Tx) error {
+		for range changefeed.MaxScan {
+			c := rm.Change{ID: rm.NewEventID(), Kind: rm.ChangeMessageEdited, Channel: "C1", ObservedAt: time.Now()}
+			if err := tx.AppendChange(&c); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := e.add(t, rm.ChangeUserRenamed, "", time.Now(), false)
+	code, body := e.get(t, "/v1/changes?after=0&wait=50s&kind=user_renamed")
+	if p := page(t, body); code != 200 || len(p.Changes) != 1 || p.Changes[0].Seq != want {
+		t.Errorf("long poll = %d %.300s, want the rename %d at once", code, body, want)
+	}
+}

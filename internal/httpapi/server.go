@@ -12,7 +12,7 @@
 //	POST /v1/tracked                              {"channel","ts","record"} → the message line
 //	DELETE /v1/tracked/{channel}/{ts}             untrack → {"channel","ts"}
 //	GET  /v1/status                               the status report (internal/status.Report)
-//	GET  /v1/changes                              ?after=&limit=&wait=&kind=&channel=&record=&own= → changefeed.Page; 410 when pruned
+//	GET  /v1/changes                              ?after=&limit=&wait=&kind=&channel=&record=&own= → changefeed.Page; 410 when pruned, 409 when after > last
 //	GET  /v1/outbox                               ?webhook=&parked=true → {"items": [outbox rows]}
 //	POST /v1/outbox/requeue                       {"webhook","seqs"} → {"requeued": n}
 //	GET  /v1/export                               the whole read model as JSON Lines (slackpoll export)
@@ -24,7 +24,7 @@
 // Errors are {"error": "…"} with a 4xx/5xx status: 400 bad parameter, 401 missing or
 // wrong bearer token, 403 a Host header of another name (checkHost), 404 unknown
 // conversation, message, record, user or route, 405 wrong method, 409 record
-// conflict, 415 a POST that is not application/json, 500 store failure, 503 not
+// conflict or a feed cursor past the last seq, 415 a POST that is not application/json, 500 store failure, 503 not
 // ready.
 package httpapi
 
@@ -66,6 +66,8 @@ type Options struct {
 	// OnRequeue, if set, is called after POST /v1/outbox/requeue put rows back in
 	// line (the deliverer's Wake).
 	OnRequeue func()
+	// Webhooks are the configured webhook names, for the status report's outbox.
+	Webhooks []string
 	// Listen is http.listen: besides loopback names and IP addresses, requests
 	// may name its host in their Host header (checkHost).
 	Listen string
@@ -81,6 +83,7 @@ type api struct {
 	now        func() time.Time
 	notifier   *changefeed.Notifier
 	onRequeue  func()
+	webhooks   []string
 }
 
 // New returns the API's handler. It registers Options.Store with Options.Metrics for
@@ -89,7 +92,7 @@ func New(opts Options) http.Handler {
 	a := &api{
 		store: opts.Store, configured: opts.Configured, interval: opts.Interval,
 		ready: opts.Ready, log: opts.Logger, now: opts.Now,
-		notifier: opts.Notifier, onRequeue: opts.OnRequeue,
+		notifier: opts.Notifier, onRequeue: opts.OnRequeue, webhooks: opts.Webhooks,
 	}
 	if a.log == nil {
 		a.log = slog.New(slog.NewTextHandler(io.Discard, nil))

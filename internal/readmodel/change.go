@@ -65,7 +65,10 @@ type Change struct {
 	Channel  string `json:"channel,omitempty"`
 	TS       TS     `json:"ts,omitempty"`
 	ThreadTS TS     `json:"thread_ts,omitempty"`
-	Record   string `json:"record,omitempty"`
+	// Record is the message's own record key. ThreadRecord, on reply_added and
+	// reply_removed, is its thread parent's: a filter on a record matches either.
+	Record       string `json:"record,omitempty"`
+	ThreadRecord string `json:"thread_record,omitempty"`
 	// Own is set for the app's own post, or its own reaction.
 	Own bool `json:"own"`
 	// Reaction and User name the reaction fact (reaction_*); User is also the
@@ -130,7 +133,8 @@ type ChangeFilter struct {
 func (f *ChangeFilter) Match(c *Change) bool {
 	return (len(f.Kinds) == 0 || slices.Contains(f.Kinds, c.Kind)) &&
 		(len(f.Channels) == 0 || slices.Contains(f.Channels, c.Channel)) &&
-		(len(f.Records) == 0 || c.Record != "" && slices.Contains(f.Records, c.Record)) &&
+		(len(f.Records) == 0 || c.Record != "" && slices.Contains(f.Records, c.Record) ||
+			c.ThreadRecord != "" && slices.Contains(f.Records, c.ThreadRecord)) &&
 		(f.Own == nil || *f.Own == c.Own)
 }
 

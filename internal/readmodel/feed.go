@@ -270,7 +270,10 @@ func (f *feedTx) reactionChanges(out []Change, m *Message, old, cur []Reaction) 
 		}
 		if o.Count != n.Count || !slices.Equal(o.Users, n.Users) {
 			c := f.messageEvent(ChangeReactionCountChanged, m)
-			c.Reaction = name
+			// Who reacted is unknown, so not known to be the app: own describes the
+			// reaction, not the post (an own: false filter wants others' reactions
+			// to the app's posts).
+			c.Reaction, c.Own = name, false
 			c.Before = &ChangeValue{Count: &o.Count, Users: o.Users}
 			c.After = &ChangeValue{Count: &n.Count, Users: n.Users}
 			out = append(out, c)
@@ -315,8 +318,19 @@ func (f *feedTx) messageEvent(kind string, m *Message) Change {
 	return Change{Kind: kind, Channel: m.Channel, TS: m.TS, ThreadTS: m.ThreadTS, Record: m.Record, Own: m.OwnPost}
 }
 
-// emit stamps c and queues it for flush.
+// emit stamps c and queues it for flush. A reply added to or removed from a thread
+// carries its parent's record key as thread_record: "a reply to record 42's message"
+// passes a filter on that record.
 func (f *feedTx) emit(c Change) error {
+	if (c.Kind == ChangeReplyAdded || c.Kind == ChangeReplyRemoved) && c.ThreadTS != "" && c.ThreadTS != c.TS {
+		parent, ok, err := f.Tx.Message(c.Channel, c.ThreadTS) // not f.Message: seen stays the message being written
+		if err != nil {
+			return err
+		}
+		if ok {
+			c.ThreadRecord = parent.Record
+		}
+	}
 	c.ID, c.ObservedAt = NewEventID(), f.now
 	f.pending = append(f.pending, c)
 	return nil

@@ -261,3 +261,51 @@ func TestFeedStoreMadeBeforeTheFeedSetsItsBaselineWithoutAFlood(t *testing.T) {
 	src.post(msg(ch, ts(-240, 0), "U2", "after the upgrade"))
 	wantChanges(t, tickAgain(t, p, store, clock), changeKey{Kind: rm.ChangeMessagePosted, TS: ts(-240, 0)})
 }
+
+// "Someone replied to record 42's message": a reply is added to (or removed from) the
+// thread of a record-keyed parent, and its event carries the parent's record as
+// thread_record, so a filter on record=ticket-42 sees the replies too. Its own record
+// stays its own: a reply_removed without one says the reply left the store.
+func TestFeedRepliesCarryTheRecordOfTheirThreadsParent(t *testing.T) {
+	src := newStub()
+	src.addChannel(ch)
+	parent := ts(1000, 0)
+	src.post(msg(ch, parent, "U1", "ticket"))
+	src.setThread(ch, parent, msg(ch, ts(900, 0), "U2", "r1"))
+	p, store, clock := feedPoller(t, src, rm.FeedConfig{})
+	mustTick(t, p)
+	if err := rm.Track(store, ch, parent, "ticket-42"); err != nil {
+		t.Fatal(err)
+	}
+	src.setThread(ch, parent, msg(ch, ts(900, 0), "U2", "r1"), msg(ch, ts(-30, 0), "U3", "r2"))
+	added := tickAgain(t, p, store, clock)
+	src.setThread(ch, parent, msg(ch, ts(-30, 0), "U3", "r2"))
+	removed := tickAgain(t, p, store, clock)
+	f := rm.ChangeFilter{Records: []string{"ticket-42"}}
+	for _, got := range [][]rm.Change{added, removed} {
+		if len(got) != 1 || got[0].ThreadRecord != "ticket-42" || got[0].Record != "" || !f.Match(&got[0]) {
+			t.Errorf("reply changes %+v, want one with thread_record ticket-42 (its thread's parent's), no record of its own, passing record=ticket-42", got)
+		}
+	}
+}
+
+// own marks the app's own post or reaction. On the app's own post, reactions are
+// others' unless the reacting user is the app: when Slack truncates the users and
+// who reacted is unknown, the change is not the app's either, or an own: false
+// filter ("only others'") would miss others' reactions to the app's posts.
+func TestFeedReactionsToTheAppsOwnPostAreNotOwn(t *testing.T) {
+	src := newStub()
+	src.addChannel(ch)
+	m := ts(1000, 0)
+	own := msg(ch, m, "UBOT", "deployed")
+	own.BotID = "BBOT"
+	src.post(own)
+	p, store, clock := feedPoller(t, src, rm.FeedConfig{})
+	mustTick(t, p)
+	src.edit(ch, m, func(x *rm.Message) {
+		x.Reactions = []rm.Reaction{{Name: "eyes", Count: 1, Users: []string{"U2"}}, {Name: "tada", Count: 60, Users: []string{"U1", "U2"}}}
+	})
+	wantChanges(t, tickAgain(t, p, store, clock),
+		changeKey{Kind: rm.ChangeReactionAdded, TS: m, Reaction: "eyes", User: "U2"},
+		changeKey{Kind: rm.ChangeReactionCountChanged, TS: m, Reaction: "tada"})
+}

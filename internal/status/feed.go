@@ -22,15 +22,19 @@ type Feed struct {
 type Outbox struct {
 	Webhook string `json:"webhook"`
 	// Pending rows wait for delivery (due, backing off or claimed); Parked rows
-	// failed max_attempts times and wait for `slackpoll outbox requeue`.
+	// failed max_attempts times and wait for `slackpoll requeue --webhook NAME`.
 	Pending int `json:"pending"`
 	Parked  int `json:"parked"`
 	// OldestPendingAgeSeconds is how long the oldest pending row has waited; null
 	// when none is pending.
 	OldestPendingAgeSeconds *float64 `json:"oldest_pending_age_seconds"`
+	// NotConfigured: no configured webhook has this name (it was removed or renamed),
+	// so nothing delivers these rows; they are kept, and delivered if a webhook of
+	// that name is configured again.
+	NotConfigured bool `json:"not_configured"`
 }
 
-func (r *Report) addFeed(tx rm.Tx) error {
+func (r *Report) addFeed(tx rm.Tx, webhooks []string) error {
 	oldest, last, err := tx.ChangeBounds()
 	if err != nil {
 		return err
@@ -45,7 +49,7 @@ func (r *Report) addFeed(tx rm.Tx) error {
 	}
 	for _, name := range slices.Sorted(maps.Keys(stats)) {
 		s := stats[name]
-		o := Outbox{Webhook: name, Pending: s.Pending, Parked: s.Parked}
+		o := Outbox{Webhook: name, Pending: s.Pending, Parked: s.Parked, NotConfigured: !slices.Contains(webhooks, name)}
 		if !s.OldestPending.IsZero() {
 			o.OldestPendingAgeSeconds = seconds(max(0, r.GeneratedAt.Sub(s.OldestPending)))
 		}
@@ -62,13 +66,18 @@ func (r *Report) writeFeed(p *printer) {
 		p.line("change feed: last seq %d, oldest held %d", f.LastSeq, f.OldestSeq)
 	}
 	for _, o := range f.Outbox {
+		if o.NotConfigured {
+			p.line("webhook %s: not configured: %d rows are kept undelivered until a webhook named %s is configured again",
+				o.Webhook, o.Pending+o.Parked, o.Webhook)
+			continue
+		}
 		age := ""
 		if o.OldestPendingAgeSeconds != nil {
 			age = ", oldest waiting " + dur(*o.OldestPendingAgeSeconds)
 		}
 		parked := ""
 		if o.Parked > 0 {
-			parked = "; see `slackpoll outbox --parked`, then `slackpoll outbox requeue`"
+			parked = "; see `slackpoll outbox --parked`, then `slackpoll requeue --webhook " + o.Webhook + "`"
 		}
 		p.line("webhook %s: %d pending%s, %d parked%s", o.Webhook, o.Pending, age, o.Parked, parked)
 	}

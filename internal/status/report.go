@@ -135,6 +135,9 @@ type Input struct {
 	Now time.Time
 	// DaemonRunning: see Report.DaemonRunning.
 	DaemonRunning bool
+	// Webhooks are the configured webhook names: outbox rows of another name (a
+	// webhook removed or renamed) are reported as not configured.
+	Webhooks []string
 }
 
 // Build computes the report from one read transaction. Errors are storage errors.
@@ -151,7 +154,7 @@ func Build(tx rm.Tx, in Input) (Report, error) {
 	if err := r.addCoverage(tx); err != nil {
 		return Report{}, err
 	}
-	if err := r.addFeed(tx); err != nil {
+	if err := r.addFeed(tx, in.Webhooks); err != nil {
 		return Report{}, err
 	}
 	id, ok, err := tx.Identity()

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/slackpoll/slackpoll/config"
 	"github.com/slackpoll/slackpoll/internal/changefeed"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 )
@@ -208,14 +209,14 @@ func (d *Deliverer) post(ctx context.Context, h *Hook, c *rm.Change) error {
 	if err != nil {
 		// The URL may carry credentials: errors name it redacted.
 		if uerr, ok := err.(*url.Error); ok {
-			return fmt.Errorf("POST %s: %w", h.URL.Redacted(), uerr.Err)
+			return fmt.Errorf("POST %s: %w", config.RedactURL(h.URL), uerr.Err)
 		}
 		return err
 	}
 	defer func() { _ = resp.Body.Close() }()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("POST %s: HTTP %d", h.URL.Redacted(), resp.StatusCode)
+		return fmt.Errorf("POST %s: HTTP %d", config.RedactURL(h.URL), resp.StatusCode)
 	}
 	return nil
 }

@@ -1,12 +1,15 @@
 package webhook_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -257,5 +260,33 @@ func TestSignatureIsHMACOfVersionTimestampAndBody(t *testing.T) {
 	}
 	if webhook.Verify(secret, "1700000000", got, []byte(`{"a":1}`), time.Unix(1700000000+3600, 0), time.Minute) == nil {
 		t.Error("Verify accepted a replay an hour later")
+	}
+}
+
+// A receiver's URL may carry credentials — user:password, or a token in its query,
+// as many receivers expect. A failure is logged and kept as the row's last_error
+// (served by GET /v1/outbox): neither may show them.
+func TestAFailureNamesTheURLWithoutItsCredentials(t *testing.T) {
+	r, srv := newReceiver(t)
+	s, hook := setup(t, srv, nil, "C1")
+	r.handle = func(rm.Change) int { return http.StatusInternalServerError }
+	hook.URL.User = url.UserPassword("app", "pw-SECRET")
+	hook.URL.RawQuery = "token=q-SECRET"
+	var logs bytes.Buffer
+	d := &webhook.Deliverer{Hooks: []webhook.Hook{hook}, Log: slog.New(slog.NewTextHandler(&logs, nil))}
+	d.Sweep(context.Background())
+	var rows []changefeed.RowSummary
+	_ = s.View(func(tx rm.Tx) error {
+		var err error
+		rows, err = changefeed.ListOutbox(tx, "app", false, time.Now(), 10)
+		return err
+	})
+	if len(rows) != 1 || !strings.Contains(rows[0].LastError, "HTTP 500") {
+		t.Fatalf("rows %+v, want one failed row", rows)
+	}
+	for what, text := range map[string]string{"last_error": rows[0].LastError, "log": logs.String()} {
+		if strings.Contains(text, "SECRET") {
+			t.Errorf("%s shows the URL's credentials: %s", what, text)
+		}
 	}
 }
