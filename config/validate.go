@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/slackpoll/slackpoll/internal/changefeed"
 	"github.com/slackpoll/slackpoll/internal/readmodel"
 )
 
@@ -71,6 +72,19 @@ func (c *Config) RequireToken() error {
 	v := &validator{c: c}
 	v.fail("slack.token", "no Slack token: set SLACK_BOT_TOKEN in the environment, or slack.token in the config file (e.g. slack.token: ${MY_SLACK_TOKEN})")
 	return v.errs[0]
+}
+
+// RequireWebhookSecrets reports an error unless every webhook has its secret. Only
+// the commands that deliver (run, once) need them: status, outbox and the other
+// read commands work in a shell where the secret's variable is not set.
+func (c *Config) RequireWebhookSecrets() error {
+	v := &validator{c: c}
+	for i, w := range c.Webhooks {
+		if !w.Secret.IsSet() {
+			v.fail("webhooks["+strconv.Itoa(i)+"].secret", "is empty: every delivery is signed; set e.g. secret: ${SLACKPOLL_WEBHOOK_SECRET} and export that variable")
+		}
+	}
+	return errors.Join(v.errs...)
 }
 
 type validator struct {
@@ -234,9 +248,6 @@ func (v *validator) webhooks() {
 		case u.Scheme == "http" && u.User != nil && !loopbackHost(u.Hostname()):
 			v.fail(key+".url", "would send its user:password unencrypted: want https://, or http:// only to localhost or a loopback address")
 		}
-		if !w.Secret.IsSet() {
-			v.fail(key+".secret", "is empty: every delivery is signed; set e.g. secret: ${SLACKPOLL_WEBHOOK_SECRET} and export that variable")
-		}
 		v.secret(key+".secret", w.Secret)
 		for j, k := range w.Kinds {
 			if !slices.Contains(readmodel.ChangeKinds(), k) {
@@ -250,6 +261,17 @@ func (v *validator) webhooks() {
 		}
 		v.nonNegative(key+".timeout", w.Timeout)
 		v.nonNegative(key+".lease", w.Lease)
+		// Zero takes the default; filled in so that `slackpoll config` shows the
+		// values in effect.
+		if w.Timeout == 0 {
+			w.Timeout = Duration(changefeed.DefaultDeliveryTimeout)
+		}
+		if w.Lease == 0 {
+			w.Lease = Duration(changefeed.DefaultLease)
+		}
+		if w.MaxAttempts == 0 {
+			w.MaxAttempts = changefeed.DefaultMaxAttempts
+		}
 		if w.MaxAttempts < 0 {
 			v.fail(key+".max_attempts", "%d is negative: want a whole number >= 1, or 0 for the default (10)", w.MaxAttempts)
 		}

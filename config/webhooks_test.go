@@ -22,7 +22,7 @@ webhooks:
 		t.Fatalf("webhooks = %+v", c.Webhooks)
 	}
 	w := c.Webhooks[0]
-	if w.Name != "app" || w.Secret.Reveal() != "shh-its-a-secret" || len(w.Kinds) != 2 || w.Own == nil || *w.Own || w.Timeout.D() != 5*time.Second || w.Lease != 0 {
+	if w.Name != "app" || w.Secret.Reveal() != "shh-its-a-secret" || len(w.Kinds) != 2 || w.Own == nil || *w.Own || w.Timeout.D() != 5*time.Second || w.Lease.D() != time.Minute || w.MaxAttempts != 10 {
 		t.Errorf("webhook = %+v", w)
 	}
 	if strings.Contains(c.String(), "shh-its-a-secret") {
@@ -34,7 +34,6 @@ func TestWebhookErrorsNameTheKeyAndHideTheSecret(t *testing.T) {
 	for _, c := range []struct{ yaml, want string }{
 		{"webhooks:\n  - url: https://x/\n    secret: s\n", "webhooks[0].name: is empty"},
 		{"webhooks:\n  - name: a\n    url: ftp://user:pw@x/\n    secret: s\n", "webhooks[0].url: is not an http:// or https:// URL"},
-		{"webhooks:\n  - name: a\n    url: https://x/\n", "webhooks[0].secret: is empty"},
 		{"webhooks:\n  - name: a\n    url: https://x/\n    secret: s\n    kinds: [reaction]\n", `webhooks[0].kinds[0]: unknown change kind "reaction"`},
 		{"webhooks:\n  - name: a\n    url: https://x/\n    secret: s\n  - name: a\n    url: https://y/\n    secret: s\n", `webhooks[1].name: "a" is used twice`},
 		{"webhooks:\n  - name: a\n    url: https://x/\n    secret: s\n    retries: 3\n", `unknown key "webhooks[0].retries"`},
@@ -48,5 +47,20 @@ func TestWebhookErrorsNameTheKeyAndHideTheSecret(t *testing.T) {
 		if err != nil && strings.Contains(err.Error(), "pw@") {
 			t.Errorf("%q: the error shows the URL's credentials: %v", c.yaml, err)
 		}
+	}
+}
+
+// Only run and once deliver: the read commands load a config whose webhook secret is
+// not in their environment; run and once refuse it, saying what to set.
+func TestWebhookSecretIsRequiredOnlyToDeliver(t *testing.T) {
+	c := mustLoad(t, "webhooks:\n  - name: a\n    url: https://x/\n    secret: ${UNSET_SECRET_VAR}\n")
+	err := c.RequireWebhookSecrets()
+	if err == nil || !strings.Contains(err.Error(), "webhooks[0].secret: is empty") {
+		t.Errorf("RequireWebhookSecrets = %v", err)
+	}
+	t.Setenv("SET_SECRET_VAR", "s")
+	c = mustLoad(t, "webhooks:\n  - name: a\n    url: https://x/\n    secret: ${SET_SECRET_VAR}\n")
+	if err := c.RequireWebhookSecrets(); err != nil {
+		t.Errorf("RequireWebhookSecrets with the secret set = %v", err)
 	}
 }

@@ -8,6 +8,16 @@ import (
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 )
 
+// Defaults of the outbox and of a delivery, for the fields left zero (and shown by
+// `slackpoll config`).
+const (
+	DefaultLease           = time.Minute
+	DefaultBackoff         = 5 * time.Second
+	DefaultMaxBackoff      = 10 * time.Minute
+	DefaultMaxAttempts     = 10
+	DefaultDeliveryTimeout = 10 * time.Second
+)
+
 // Outbox holds the delivery rules of the webhooks' outbox rows. Every method is one
 // store transaction, so a crash leaves each step whole or undone: a row is never
 // lost, and a claim left behind by a crash is freed by its lease expiring, not by
@@ -54,20 +64,20 @@ func (o *Outbox) LeaseOrDefault() time.Duration {
 	if o.Lease > 0 {
 		return o.Lease
 	}
-	return time.Minute
+	return DefaultLease
 }
 
 func (o *Outbox) maxBackoff() time.Duration {
 	if o.MaxBackoff > 0 {
 		return o.MaxBackoff
 	}
-	return 10 * time.Minute
+	return DefaultMaxBackoff
 }
 
 func (o *Outbox) backoff(attempts int) time.Duration {
 	d := o.Backoff
 	if d <= 0 {
-		d = 5 * time.Second
+		d = DefaultBackoff
 	}
 	for i := 1; i < attempts && d < o.maxBackoff(); i++ {
 		d *= 2
@@ -79,7 +89,7 @@ func (o *Outbox) maxAttempts() int {
 	if o.MaxAttempts > 0 {
 		return o.MaxAttempts
 	}
-	return 10
+	return DefaultMaxAttempts
 }
 
 // held reports whether token holds r at now.
@@ -195,6 +205,29 @@ func (o *Outbox) Complete(webhook, token string, seq uint64) (bool, error) {
 		return tx.DeleteOutbox(webhook, seq)
 	})
 	return ok, err
+}
+
+// Release lets go of the rows named by seqs that token holds, without an attempt:
+// they are free to be claimed again at once. Rows token no longer holds are left
+// alone.
+func (o *Outbox) Release(webhook, token string, seqs []uint64) error {
+	return o.Store.Update(func(tx rm.Tx) error {
+		now := o.now()
+		for _, seq := range seqs {
+			r, found, err := tx.OutboxRow(webhook, seq)
+			if err != nil {
+				return err
+			}
+			if !found || !o.held(&r, token, now) {
+				continue
+			}
+			r.ClaimToken, r.LeaseUntil = "", time.Time{}
+			if err := tx.PutOutbox(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // Fail records a failed attempt of a row token holds: the claim is released, the

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -181,7 +182,11 @@ func cmdOutbox(ctx context.Context, c *cmdCtx) error {
 	}
 	switch {
 	case len(rows) == 0:
-		fmt.Fprintln(tw, "(no rows: everything was delivered)")
+		if c.feed.parked {
+			fmt.Fprintln(tw, "(no parked rows)")
+		} else {
+			fmt.Fprintln(tw, "(no rows: everything was delivered)")
+		}
 	case len(rows) >= changefeed.MaxListed:
 		fmt.Fprintf(tw, "(only the first %d rows are listed; `slackpoll status` counts them all)\n", changefeed.MaxListed)
 	}
@@ -195,8 +200,17 @@ func cmdRequeue(ctx context.Context, c *cmdCtx) error {
 	if err != nil {
 		return err
 	}
-	if c.feed.webhook == "" {
-		return usageErr("requeue: --webhook NAME is required (see `slackpoll outbox --parked`)")
+	var names []string
+	for _, w := range cfg.Webhooks {
+		names = append(names, w.Name)
+	}
+	switch {
+	case len(names) == 0:
+		return usageErr("requeue: %s configures no webhook", cfg.File())
+	case c.feed.webhook == "":
+		return usageErr("requeue: --webhook NAME is required (configured: %s; see `slackpoll outbox --parked`)", strings.Join(names, ", "))
+	case !slices.Contains(names, c.feed.webhook):
+		return usageErr("requeue: %s configures no webhook %q (configured: %s)", cfg.File(), c.feed.webhook, strings.Join(names, ", "))
 	}
 	var seqs []uint64
 	for _, a := range c.args {

@@ -78,11 +78,20 @@ func TestChangesOutboxAndRequeueOnTheStore(t *testing.T) {
 	if code, _, errOut := runCLI(context.Background(), "requeue", "--config", cfg); code != ExitUsage || !strings.Contains(errOut, "--webhook") {
 		t.Errorf("requeue without --webhook: %d %s", code, errOut)
 	}
+	if code, _, errOut := runCLI(context.Background(), "requeue", "--config", cfg, "--webhook", "ap"); code != ExitUsage || !strings.Contains(errOut, `configures no webhook "ap" (configured: app)`) {
+		t.Errorf("requeue of a misspelled webhook: %d %s", code, errOut)
+	}
+	if _, out, _ := runCLI(context.Background(), "outbox", "--config", cfg, "--parked", "--webhook", "nobody"); !strings.Contains(out, "(no parked rows)") {
+		t.Errorf("outbox --parked with none parked:\n%s", out)
+	}
 	if code, out, _ := runCLI(context.Background(), "requeue", "--config", cfg, "--webhook", "app"); code != 0 || !strings.Contains(out, "requeued 1 parked row") {
 		t.Errorf("requeue: %d %s", code, out)
 	}
-	if _, out, _ := runCLI(context.Background(), "outbox", "--config", cfg, "--parked"); !strings.Contains(out, "no rows") {
+	if _, out, _ := runCLI(context.Background(), "outbox", "--config", cfg, "--parked"); !strings.Contains(out, "(no parked rows)") {
 		t.Errorf("outbox --parked after requeue:\n%s", out)
+	}
+	if _, out, _ := runCLI(context.Background(), "outbox", "--config", cfg); !strings.Contains(out, "reply_added") || strings.Contains(out, "everything was delivered") {
+		t.Errorf("outbox after requeue, one row pending:\n%s", out)
 	}
 	_, out, _ = runCLI(context.Background(), "status", "--config", cfg)
 	wantContains(t, "status", out, "change feed: last seq 2", "webhook app: 1 pending")

@@ -36,6 +36,9 @@ func (c *cmdCtx) startDaemon() (*daemon, error) {
 	if err := cfg.RequireToken(); err != nil {
 		return nil, err
 	}
+	if err := cfg.RequireWebhookSecrets(); err != nil {
+		return nil, err
+	}
 	if len(cfg.Conversations) == 0 && cfg.Discover == "" {
 		return nil, usageErr("%s: nothing to poll: list conversation IDs under conversations, or set discover: member", cfg.File())
 	}

@@ -30,7 +30,7 @@ func feedConfig(cfg *config.Config) rm.FeedConfig {
 
 // webhookNames lists the configured webhooks, for the metrics.
 func webhookNames(cfg *config.Config) []string {
-	var out []string
+	out := []string{} // not nil: the API refuses a requeue for any other name
 	for _, w := range cfg.Webhooks {
 		out = append(out, w.Name)
 	}

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/slackpoll/slackpoll/internal/changefeed"
@@ -144,8 +146,13 @@ func (a *api) requeue(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "body: want JSON {\"webhook\": \"name\", \"seqs\": [seq, …]}: %v", err)
 		return
 	}
-	if req.Webhook == "" {
-		writeError(w, http.StatusBadRequest, "webhook: want the name of a configured webhook")
+	switch {
+	case req.Webhook == "":
+		writeError(w, http.StatusBadRequest, "webhook: want the name of a configured webhook (configured: %s)", strings.Join(a.webhooks, ", "))
+		return
+	case a.webhooks != nil && !slices.Contains(a.webhooks, req.Webhook):
+		// Rows of a webhook no longer configured have no deliverer to go to.
+		writeError(w, http.StatusNotFound, "no webhook %q is configured (configured: %s)", req.Webhook, strings.Join(a.webhooks, ", "))
 		return
 	}
 	n, err := (&changefeed.Outbox{Store: a.store}).Requeue(req.Webhook, req.Seqs)

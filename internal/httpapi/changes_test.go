@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -31,7 +32,7 @@ func newFeedEnv(t *testing.T) *feedEnv {
 	}
 	t.Cleanup(func() { _ = s.Close() })
 	e := &feedEnv{store: s, notifier: &changefeed.Notifier{}, metrics: httpapi.NewMetrics()}
-	h := httpapi.New(httpapi.Options{Store: s, Notifier: e.notifier, OnRequeue: func() { e.requeued++ }, Metrics: e.metrics})
+	h := httpapi.New(httpapi.Options{Store: s, Notifier: e.notifier, OnRequeue: func() { e.requeued++ }, Metrics: e.metrics, Webhooks: []string{"app"}})
 	e.srv = httptest.NewServer(h)
 	t.Cleanup(e.srv.Close)
 	return e
@@ -169,6 +170,9 @@ func TestOutboxListsAndRequeuesParkedRows(t *testing.T) {
 	}
 	if code, b := post(`{"seqs": [1]}`, "application/json"); code != http.StatusBadRequest {
 		t.Errorf("requeue without webhook: %d %s", code, b)
+	}
+	if code, b := post(`{"webhook": "ap"}`, "application/json"); code != http.StatusNotFound || !strings.Contains(b, "configured: app") {
+		t.Errorf("requeue of an unknown webhook: %d %s, want 404 naming the configured ones", code, b)
 	}
 	if code, b := post(`{"webhook": "app"}`, "application/json"); code != 200 || b != "{\"requeued\":1}\n" || e.requeued != 1 {
 		t.Errorf("requeue: %d %s (woken %d)", code, b, e.requeued)

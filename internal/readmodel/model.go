@@ -220,15 +220,16 @@ type Conversation struct {
 	// baselineMargin before the walk's start. A message first seen later is news for
 	// the change feed (message_posted, reply_added) only if its ts is after FeedFrom;
 	// older ones are history being filled in (a reply can be newer than every
-	// timeline message, hence the clock; the margin absorbs a local clock somewhat
-	// ahead of Slack's, at the price of reporting a few minutes of history).
+	// timeline message, hence the clock, which is Slack's once a Date header told
+	// the skew; the margin absorbs a skew too small to be corrected (under 30 s),
+	// at the price of reporting the last minute of history as news).
 	Baselined bool `json:"baselined"`
 	FeedFrom  TS   `json:"feed_from"`
 }
 
 // baselineMargin is how far before a conversation's first complete walk its change
 // feed baseline is set.
-const baselineMargin = 5 * time.Minute
+const baselineMargin = time.Minute
 
 // cover records a complete bulk window read through top ("" when it read nothing),
 // by a walk that started at started (zero when not known: a walk resumed over

@@ -38,7 +38,7 @@ func (h *Hook) TimeoutOrDefault() time.Duration {
 	if h.Timeout > 0 {
 		return h.Timeout
 	}
-	return 10 * time.Second
+	return changefeed.DefaultDeliveryTimeout
 }
 
 // Deliverer POSTs outbox rows to their hooks. Run loops; Sweep is one pass, and the
@@ -129,6 +129,7 @@ func (d *Deliverer) sweepHook(ctx context.Context, h *Hook) {
 		}
 		delivered := 0
 		failed := map[string]bool{} // conversations whose order a failure holds back
+		var held []uint64           // their later rows in this batch
 		for _, r := range rows {
 			if ctx.Err() != nil {
 				return // the rows' lease frees them
@@ -137,12 +138,21 @@ func (d *Deliverer) sweepHook(ctx context.Context, h *Hook) {
 				break // the rest of the batch is claimed again, in order
 			}
 			if failed[r.Change.Channel] {
+				held = append(held, r.Seq)
 				continue
 			}
 			if d.attempt(ctx, h, token, &r) == changefeed.OutcomeDelivered {
 				delivered++
 			} else {
 				failed[r.Change.Channel] = true
+			}
+		}
+		// Rows held back behind a failure are let go now rather than when their lease
+		// runs out: once the failed row parks or its backoff ends, they go at the next
+		// sweep. (The lease would free them too; this only saves the wait.)
+		if len(held) > 0 {
+			if err := h.Outbox.Release(h.Name, token, held); err != nil {
+				d.Log.Warn("webhook: releasing rows held behind a failure failed; their lease frees them", "webhook", h.Name, "err", err)
 			}
 		}
 		if delivered == 0 && !h.Outbox.Expired(&rows[len(rows)-1]) {

@@ -290,3 +290,30 @@ func TestAFailureNamesTheURLWithoutItsCredentials(t *testing.T) {
 		}
 	}
 }
+
+// Rows held back behind a failed row of their conversation are let go at once: when
+// the failed row's backoff ends, the next sweep delivers the whole conversation in
+// order, without waiting for the held rows' lease (a minute by default).
+func TestRowsHeldBehindAFailureGoAsSoonAsItsBackoffEnds(t *testing.T) {
+	r, srv := newReceiver(t)
+	clock := &fakeClock{t: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}
+	s, hook := setup(t, srv, clock, "C1", "C1", "C1")
+	fail := true
+	r.handle = func(rm.Change) int {
+		if fail {
+			fail = false
+			return http.StatusServiceUnavailable
+		}
+		return http.StatusOK
+	}
+	d := &webhook.Deliverer{Hooks: []webhook.Hook{hook}}
+	d.Sweep(context.Background())
+	clock.Advance(6 * time.Second) // past the first backoff (5s), well inside the 30s lease
+	d.Sweep(context.Background())
+	if got := r.byChannel["C1"]; len(got) != 3 || got[0] > got[1] || got[1] > got[2] {
+		t.Errorf("C1 received %v after the backoff, want all three rows in seq order", got)
+	}
+	if st := pending(t, s); st.Pending != 0 {
+		t.Errorf("outbox %+v", st)
+	}
+}

@@ -19,7 +19,7 @@ import (
 )
 
 // readmeReceiver is the receiver the README shows (section "Change feed and
-// webhooks"), word for word but for the lock its map needs here and handle.
+// webhooks"), word for word but for handle, which the README leaves to you.
 func readmeReceiver(secret []byte, seen map[string]bool, mu *sync.Mutex, handle func([]byte)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
