@@ -47,6 +47,11 @@ func (r *Report) addFeed(tx rm.Tx, webhooks []string) error {
 	if err != nil {
 		return err
 	}
+	for _, name := range webhooks {
+		if _, ok := stats[name]; !ok {
+			stats[name] = changefeed.Stats{} // configured, everything delivered: listed, at 0
+		}
+	}
 	for _, name := range slices.Sorted(maps.Keys(stats)) {
 		s := stats[name]
 		o := Outbox{Webhook: name, Pending: s.Pending, Parked: s.Parked, NotConfigured: !slices.Contains(webhooks, name)}
