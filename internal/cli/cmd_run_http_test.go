@@ -238,14 +238,13 @@ func TestShutdownAnswersTheLongPollsInFlight(t *testing.T) {
 	for range cap(polls) {
 		<-sent
 	}
-	// The server accepts connections in the order they came: one answered on a new
-	// connection after them means the polls' were accepted, and an accepted
-	// connection is served through the shutdown.
-	if resp, err := fresh.Get(base + "/healthz"); err != nil {
-		t.Fatal(err)
-	} else {
-		_ = resp.Body.Close()
-	}
+	// Shut down only once the three are waiting in the handler (the gauge of long
+	// polls in flight): a request still in the socket when the listener closes is not
+	// what this test is about.
+	waitFor(t, "the long polls to wait", func() bool {
+		_, b := get(base+"/metrics", "")
+		return strings.Contains(string(b), "\nslackpoll_changes_long_polls 3\n")
+	})
 	cancel()
 	for range cap(polls) {
 		a := <-polls

@@ -94,7 +94,10 @@ func (a *api) changes(w http.ResponseWriter, r *http.Request) {
 		if p.Next < p.Last && ctx.Err() == nil {
 			continue
 		}
-		if a.notifier.Wait(ctx, p.Last) != nil {
+		a.metrics.longPolls.Inc()
+		err = a.notifier.Wait(ctx, p.Last)
+		a.metrics.longPolls.Dec()
+		if err != nil {
 			p.Next = after
 			writeJSON(w, http.StatusOK, p)
 			return

@@ -46,6 +46,7 @@ import (
 //	slackpoll_outbox_oldest_pending_age_seconds{webhook}   age of the oldest pending row (absent when none)
 //	slackpoll_webhook_deliveries_total{webhook,outcome}    delivery attempts; outcome delivered, failed, parked, fenced
 //	slackpoll_outbox_fence_refusals_total{webhook}         completions refused because the claim's lease had expired
+//	slackpoll_changes_long_polls                           GET /v1/changes requests waiting for a change
 //	slackpoll_undecodable_records                          stored records found undecodable, skipped by every read (scrape time)
 //	slackpoll_clock_skew_seconds                           Slack's clock minus ours, from the Date header of the last answer (absent before one)
 //
@@ -71,6 +72,7 @@ type Metrics struct {
 	lastTickEnd prometheus.Gauge
 	deliveries  *prometheus.CounterVec
 	fenced      *prometheus.CounterVec
+	longPolls   prometheus.Gauge
 	clockSkew   prometheus.Gauge
 
 	skewOnce sync.Once
@@ -138,9 +140,12 @@ func NewMetrics() *Metrics {
 	m.clockSkew = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "slackpoll_clock_skew_seconds", Help: "Slack's clock minus the local clock, from the Date header of Slack's last answer.",
 	})
+	m.longPolls = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "slackpoll_changes_long_polls", Help: "GET /v1/changes requests waiting for a change (long polls in flight).",
+	})
 	m.store = &storeCollector{}
 	m.reg.MustRegister(m.calls, m.rateLimited, m.retryWait, m.wait, m.ticks, m.tickDur,
-		m.skipped, m.written, m.threads, m.tailReads, m.lastTickEnd, m.deliveries, m.fenced, m.store)
+		m.skipped, m.written, m.threads, m.tailReads, m.lastTickEnd, m.deliveries, m.fenced, m.longPolls, m.store)
 	// The runtime's metrics keep their standard names (go_goroutines,
 	// process_resident_memory_bytes, go_build_info), so stock dashboards and alerts
 	// work unchanged.

@@ -84,6 +84,7 @@ type api struct {
 	notifier   *changefeed.Notifier
 	onRequeue  func()
 	webhooks   []string
+	metrics    *Metrics
 }
 
 // New returns the API's handler. It registers Options.Store with Options.Metrics for
@@ -105,6 +106,7 @@ func New(opts Options) http.Handler {
 		m = NewMetrics()
 	}
 	m.watch(a.statusInput, a.store)
+	a.metrics = m
 
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/conversations", a.conversations)
