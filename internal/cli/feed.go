@@ -47,16 +47,15 @@ func (d *daemon) newDeliverer() *webhook.Deliverer {
 	// One outbox per webhook: lease and attempts are per webhook.
 	for _, w := range d.cfg.Webhooks {
 		u, _ := url.Parse(w.URL.Reveal())
-		hook := webhook.Hook{Timeout: w.Timeout.D()}
-		out := changefeed.Outbox{Lease: w.Lease.D()}
-		if hook.TimeoutOrDefault() >= out.LeaseOrDefault() {
-			d.log.Warn("webhook lease is not longer than its timeout: a receiver slower than the lease gets each event again, and its answers are refused",
-				"webhook", w.Name, "lease", out.LeaseOrDefault(), "timeout", hook.TimeoutOrDefault())
-		}
-		del.Hooks = append(del.Hooks, webhook.Hook{
+		h := webhook.Hook{
 			Name: w.Name, URL: u, Secret: []byte(w.Secret.Reveal()), Timeout: w.Timeout.D(),
 			Outbox: &changefeed.Outbox{Store: d.store, Lease: w.Lease.D(), MaxAttempts: w.MaxAttempts},
-		})
+		}
+		if lease, timeout := h.Outbox.LeaseOrDefault(), h.TimeoutOrDefault(); timeout >= lease {
+			d.log.Warn("webhook lease is not longer than its timeout: a receiver slower than the lease gets each event again, and its answers are refused",
+				"webhook", w.Name, "lease", lease, "timeout", timeout)
+		}
+		del.Hooks = append(del.Hooks, h)
 	}
 	return del
 }
