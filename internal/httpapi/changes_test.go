@@ -32,7 +32,7 @@ func newFeedEnv(t *testing.T) *feedEnv {
 	}
 	t.Cleanup(func() { _ = s.Close() })
 	e := &feedEnv{store: s, notifier: &changefeed.Notifier{}, metrics: httpapi.NewMetrics()}
-	h := httpapi.New(httpapi.Options{Store: s, Notifier: e.notifier, OnRequeue: func() { e.requeued++ }, Metrics: e.metrics, Webhooks: []string{"app"}})
+	h := httpapi.New(httpapi.Options{Store: s, Notifier: e.notifier, OnRequeue: func() { e.requeued++ }, Metrics: e.metrics, Webhooks: []string{"app", "idle"}})
 	e.srv = httptest.NewServer(h)
 	t.Cleanup(e.srv.Close)
 	return e

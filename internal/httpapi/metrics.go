@@ -207,12 +207,10 @@ func (m *Metrics) OnDelivery(webhook, outcome string) {
 	}
 }
 
-// SetWebhooks names the configured webhooks, so that their outbox gauges and
-// delivery counters are exported from the start, at 0.
+// SetWebhooks names the configured webhooks, so that their delivery counters are
+// exported from the start, at 0. (Their outbox gauges come from the status report,
+// which lists every configured webhook: Options.Webhooks.)
 func (m *Metrics) SetWebhooks(names []string) {
-	m.store.mu.Lock()
-	m.store.webhooks = names
-	m.store.mu.Unlock()
 	for _, n := range names {
 		m.fenced.WithLabelValues(n)
 		for _, o := range []string{changefeed.OutcomeDelivered, changefeed.OutcomeFailed, changefeed.OutcomeParked, changefeed.OutcomeFenced} {

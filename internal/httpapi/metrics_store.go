@@ -48,9 +48,6 @@ type storeCollector struct {
 	mu    sync.Mutex
 	input func() status.Input
 	store rm.Store
-	// webhooks are the configured webhook names, whose outbox gauges are exported
-	// even when empty.
-	webhooks []string
 }
 
 // watch points the store gauges at store; New calls it.
@@ -109,23 +106,13 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(descLastSeq, prometheus.GaugeValue, float64(r.Feed.LastSeq))
 	ch <- prometheus.MustNewConstMetric(descOldestSeq, prometheus.GaugeValue, float64(r.Feed.OldestSeq))
-	c.mu.Lock()
-	hooks := c.webhooks
-	c.mu.Unlock()
-	outbox := map[string]status.Outbox{}
+	// The report lists every configured webhook, one with nothing pending at 0: its
+	// gauges are 0, not absent.
 	for _, o := range r.Feed.Outbox {
-		outbox[o.Webhook] = o
-	}
-	for _, name := range hooks {
-		if _, ok := outbox[name]; !ok {
-			outbox[name] = status.Outbox{Webhook: name} // configured and empty: 0, not absent
-		}
-	}
-	for name, o := range outbox {
-		ch <- prometheus.MustNewConstMetric(descOutboxPending, prometheus.GaugeValue, float64(o.Pending), name)
-		ch <- prometheus.MustNewConstMetric(descOutboxParked, prometheus.GaugeValue, float64(o.Parked), name)
+		ch <- prometheus.MustNewConstMetric(descOutboxPending, prometheus.GaugeValue, float64(o.Pending), o.Webhook)
+		ch <- prometheus.MustNewConstMetric(descOutboxParked, prometheus.GaugeValue, float64(o.Parked), o.Webhook)
 		if o.OldestPendingAgeSeconds != nil {
-			ch <- prometheus.MustNewConstMetric(descOutboxAge, prometheus.GaugeValue, *o.OldestPendingAgeSeconds, name)
+			ch <- prometheus.MustNewConstMetric(descOutboxAge, prometheus.GaugeValue, *o.OldestPendingAgeSeconds, o.Webhook)
 		}
 	}
 	byStatus := map[string]int{}
