@@ -56,27 +56,30 @@ func get(url, token string) (int, []byte) {
 	return resp.StatusCode, b
 }
 
-// TestRunServesTheReadAPI runs `slackpoll run` against the fake Slack with http.listen
-// set: while it holds the store, `slackpoll status` answers through its API; its
-// metrics count the tick; on cancel (SIGTERM) the API stops and run exits 0.
-func TestRunServesTheReadAPI(t *testing.T) {
+// generalDaemon serves a fake workspace with one channel, C0GENERAL, on loopback and
+// writes a config (o's store, token and extra keys) that polls it with the read API
+// on a free loopback port. It returns the fake, the API's base URL and the config.
+func generalDaemon(t *testing.T, o cfgOpts) (*slackfake.Server, string, string) {
+	t.Helper()
 	fake := slackfake.New(slackfake.Options{})
 	if err := fake.AddConversation(slackfake.PublicChannel("C0GENERAL", "general")); err != nil {
 		t.Fatal(err)
 	}
+	slack := httptest.NewServer(fake)
+	t.Cleanup(slack.Close)
+	addr := freeAddr(t)
+	o.convs, o.listen, o.apiURL, o.slack = []string{"C0GENERAL"}, addr, slack.URL+"/api/", fake.Token()
+	return fake, "http://" + addr, writeConfig(t, o)
+}
+
+// TestRunServesTheReadAPI runs `slackpoll run` against the fake Slack with http.listen
+// set: while it holds the store, `slackpoll status` answers through its API; its
+// metrics count the tick; on cancel (SIGTERM) the API stops and run exits 0.
+func TestRunServesTheReadAPI(t *testing.T) {
+	fake, base, cfg := generalDaemon(t, cfgOpts{store: filepath.Join(t.TempDir(), "slackpoll.db"), token: "api-tok", extra: "tick:\n  interval: 1h\n"})
 	if _, err := fake.Post("C0GENERAL", fake.BotUserID(), "hello"); err != nil {
 		t.Fatal(err)
 	}
-	slack := httptest.NewServer(fake)
-	defer slack.Close()
-
-	addr := freeAddr(t)
-	base := "http://" + addr
-	cfg := writeConfig(t, cfgOpts{
-		store: filepath.Join(t.TempDir(), "slackpoll.db"), convs: []string{"C0GENERAL"},
-		listen: addr, token: "api-tok", apiURL: slack.URL + "/api/", slack: fake.Token(),
-		extra: "tick:\n  interval: 1h\n",
-	})
 
 	ctx, cancel := context.WithCancel(t.Context())
 	type result struct {
@@ -135,19 +138,8 @@ func TestNonLoopbackListenWarns(t *testing.T) {
 // daemon stops with an error at its next tick instead of writing into the unlinked
 // file while a second daemon could start on the path.
 func TestRunStopsWhenItsStoreIsDeleted(t *testing.T) {
-	fake := slackfake.New(slackfake.Options{})
-	if err := fake.AddConversation(slackfake.PublicChannel("C0GENERAL", "general")); err != nil {
-		t.Fatal(err)
-	}
-	slack := httptest.NewServer(fake)
-	defer slack.Close()
-	addr := freeAddr(t)
-	base := "http://" + addr
 	store := filepath.Join(t.TempDir(), "slackpoll.db")
-	cfg := writeConfig(t, cfgOpts{
-		store: store, convs: []string{"C0GENERAL"}, listen: addr, apiURL: slack.URL + "/api/", slack: fake.Token(),
-		extra: "tick:\n  interval: 1s\n",
-	})
+	_, base, cfg := generalDaemon(t, cfgOpts{store: store, extra: "tick:\n  interval: 1s\n"})
 	type result struct {
 		code   int
 		stderr string
@@ -183,18 +175,7 @@ func TestRunStopsWhenItsStoreIsDeleted(t *testing.T) {
 // leave them holding the API's graceful shutdown until it gives up and cuts their
 // connections without an answer.
 func TestShutdownAnswersTheLongPollsInFlight(t *testing.T) {
-	fake := slackfake.New(slackfake.Options{})
-	if err := fake.AddConversation(slackfake.PublicChannel("C0GENERAL", "general")); err != nil {
-		t.Fatal(err)
-	}
-	slack := httptest.NewServer(fake)
-	defer slack.Close()
-	addr := freeAddr(t)
-	base := "http://" + addr
-	cfg := writeConfig(t, cfgOpts{
-		store: filepath.Join(t.TempDir(), "slackpoll.db"), convs: []string{"C0GENERAL"},
-		listen: addr, apiURL: slack.URL + "/api/", slack: fake.Token(), extra: "tick:\n  interval: 1h\n",
-	})
+	_, base, cfg := generalDaemon(t, cfgOpts{store: filepath.Join(t.TempDir(), "slackpoll.db"), extra: "tick:\n  interval: 1h\n"})
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan int, 1)
 	go func() {
