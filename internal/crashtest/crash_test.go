@@ -220,8 +220,11 @@ type statusReport struct {
 	} `json:"coverage"`
 }
 
-func daemonStatus(listen string) (statusReport, error) {
-	var st statusReport
+func daemonStatus(listen string) (statusReport, error) { return getStatus[statusReport](listen) }
+
+// getStatus decodes the running daemon's GET /v1/status into the part T a test needs.
+func getStatus[T any](listen string) (T, error) {
+	var st T
 	resp, err := http.Get("http://" + listen + "/v1/status")
 	if err != nil {
 		return st, err

@@ -276,15 +276,4 @@ type feedReport struct {
 	} `json:"feed"`
 }
 
-func feedStatus(listen string) (feedReport, error) {
-	var st feedReport
-	resp, err := http.Get("http://" + listen + "/v1/status")
-	if err != nil {
-		return st, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return st, fmt.Errorf("status %s", resp.Status)
-	}
-	return st, json.NewDecoder(resp.Body).Decode(&st)
-}
+func feedStatus(listen string) (feedReport, error) { return getStatus[feedReport](listen) }
