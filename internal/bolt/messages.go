@@ -243,7 +243,7 @@ func (t *tx) TimelineBefore(channel string, latest readmodel.TS, n int) ([]readm
 		if bytes.Compare(k, lk[:]) >= 0 {
 			continue
 		}
-		if len(v) >= 2 && v[0] == formatMessage && v[1]&flagTimeline == 0 {
+		if !inTimeline(v) {
 			continue
 		}
 		m, err := decodeMessage(channel, v)
@@ -254,6 +254,62 @@ func (t *tx) TimelineBefore(channel string, latest readmodel.TS, n int) ([]readm
 		out = append(out, m)
 	}
 	return out, nil
+}
+
+// TimelineTile returns the tile of channel's timeline holding ts (see readmodel.Tx). The
+// walk to ts reads keys and flag bytes only; the tile's messages are decoded from its
+// first key. A record that cannot be decoded keeps its number (it is still in the
+// timeline Slack returns) and is left out of the tile.
+func (t *tx) TimelineTile(channel string, ts readmodel.TS, size int) ([]readmodel.Message, error) {
+	if err := checkTS("ts", ts); err != nil {
+		return nil, err
+	}
+	cb, err := t.channel(channel, false)
+	if err != nil || cb == nil || size <= 0 {
+		return nil, err
+	}
+	tk := ts.Key()
+	c := cb.msgs.Cursor()
+	var start []byte
+	n := 0
+	found := false
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if !inTimeline(v) {
+			continue
+		}
+		if n%size == 0 {
+			start = k
+		}
+		n++
+		if cmp := bytes.Compare(k, tk[:]); cmp >= 0 {
+			found = cmp == 0
+			break
+		}
+	}
+	if !found {
+		return nil, nil
+	}
+	var out []readmodel.Message
+	left := size
+	for k, v := c.Seek(start); k != nil && left > 0; k, v = c.Next() {
+		if !inTimeline(v) {
+			continue
+		}
+		left--
+		m, err := decodeMessage(channel, v)
+		if err != nil {
+			t.addMessage(channel, k, err)
+			continue
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// inTimeline reports whether a record may be a timeline message: only a value whose
+// flags can be read is known not to be one.
+func inTimeline(v []byte) bool {
+	return len(v) < 2 || v[0] != formatMessage || v[1]&flagTimeline != 0
 }
 
 // Timeline calls fn for each timeline message of channel with oldest <= ts <= latest
@@ -288,7 +344,7 @@ func (t *tx) Timeline(channel string, oldest, latest readmodel.TS, fn func(readm
 			break
 		}
 		// Only a value we can read the flags of is skipped undecoded.
-		if len(v) >= 2 && v[0] == formatMessage && v[1]&flagTimeline == 0 {
+		if !inTimeline(v) {
 			continue
 		}
 		m, err := decodeMessage(channel, v)

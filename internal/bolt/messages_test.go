@@ -2,10 +2,13 @@ package boltstore
 
 import (
 	"errors"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/slackpoll/slackpoll/internal/readmodel"
 )
@@ -370,4 +373,55 @@ func TestReturnedValuesOutliveTheTransaction(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("value changed after its transaction (-want +got):\n%s", diff)
 	}
+}
+
+// Tiles are numbered from the channel's oldest timeline message, replies not counted;
+// an undecodable message keeps its number and is left out; a ts that is not a stored
+// timeline message has no tile.
+func TestTimelineTile(t *testing.T) {
+	s := openTemp(t)
+	var ms []readmodel.Message
+	for i := range 7 {
+		ms = append(ms, msg(fmt.Sprintf("17000000%02d.000000", 10+i)))
+	}
+	// Replies sort between the timeline messages but are not part of it.
+	ms = append(ms, reply("1700000011.500000", "1700000011.000000"), reply("1700000013.500000", "1700000011.000000"))
+	putAll(t, s, ms...)
+	k := readmodel.TS("1700000014.000000").Key()
+	if err := s.DB().Update(func(btx *bolt.Tx) error { // a format no decoder knows
+		return btx.Bucket(bChan).Bucket([]byte("C1")).Bucket(bMsgs).Put(k[:], []byte{0x7f, 0xff})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		ts   readmodel.TS
+		size int
+		want []readmodel.TS
+	}{
+		{"1700000010.000000", 3, []readmodel.TS{"1700000010.000000", "1700000011.000000", "1700000012.000000"}},
+		{"1700000012.000000", 3, []readmodel.TS{"1700000010.000000", "1700000011.000000", "1700000012.000000"}},
+		// The second tile holds 13, 14 (undecodable, left out) and 15.
+		{"1700000013.000000", 3, []readmodel.TS{"1700000013.000000", "1700000015.000000"}},
+		{"1700000016.000000", 3, []readmodel.TS{"1700000016.000000"}},
+		{"1700000016.000000", 4, []readmodel.TS{"1700000015.000000", "1700000016.000000"}},
+		{"1700000016.000000", 999, []readmodel.TS{"1700000010.000000", "1700000011.000000", "1700000012.000000", "1700000013.000000", "1700000015.000000", "1700000016.000000"}},
+		{"1700000011.500000", 3, nil}, // a reply
+		{"1700000012.500000", 3, nil}, // not stored
+		{"1700000099.000000", 3, nil}, // past the newest
+	}
+	view(t, s, func(tx readmodel.Tx) error {
+		for _, c := range cases {
+			got, err := tx.TimelineTile("C1", c.ts, c.size)
+			if err != nil {
+				t.Fatalf("TimelineTile(%s, %d): %v", c.ts, c.size, err)
+			}
+			if !slices.Equal(tsList(got), c.want) {
+				t.Errorf("TimelineTile(%s, %d) = %v, want %v", c.ts, c.size, tsList(got), c.want)
+			}
+		}
+		if got, err := tx.TimelineTile("C9", "1700000010.000000", 3); got != nil || err != nil {
+			t.Errorf("TimelineTile of an unknown channel = %v, %v; want nothing", got, err)
+		}
+		return nil
+	})
 }
