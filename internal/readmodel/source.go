@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Slack Web API method names, as used for budgets, pacing and metrics.
@@ -83,6 +84,9 @@ type Page struct {
 	Messages   []Message
 	Skipped    []ItemError
 	NextCursor string
+	// SentAt is when the request that this page answers went out, after pacing and
+	// any Retry-After wait, by the source's clock; zero when unknown.
+	SentAt time.Time
 }
 
 // ItemError is one message of a page that could not be decoded (README, "Replace on read").

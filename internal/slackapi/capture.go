@@ -24,6 +24,7 @@ type capture struct {
 	header  http.Header
 	body    []byte
 	arrived time.Time
+	sent    time.Time // when this attempt's request went out, after pacing
 }
 
 type captureKey struct{}

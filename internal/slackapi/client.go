@@ -122,6 +122,7 @@ func (c *Client) call(ctx context.Context, method string, attempt attemptFunc) e
 		cp := &capture{}
 		actx, cancel := context.WithTimeout(withCapture(ctx, cp), c.timeout)
 		start := time.Now()
+		cp.sent = start
 		err = attempt(actx, cp)
 		if err == nil && cp.got && !envelopeOK(cp.body) {
 			// slack-go's SlackResponse.Err() is nil for "ok": false without an error

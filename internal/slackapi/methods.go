@@ -100,7 +100,7 @@ func (c *Client) History(ctx context.Context, req readmodel.HistoryRequest) (rea
 		// The cursor is in ResponseMetaData (capital D); the embedded
 		// SlackResponse.ResponseMetadata is shadowed and always empty (slack-go v0.35).
 		msgs, skipped := convertPage(req.Channel, resp.Messages)
-		page = readmodel.Page{Messages: msgs, Skipped: skipped, NextCursor: resp.ResponseMetaData.NextCursor}
+		page = readmodel.Page{Messages: msgs, Skipped: skipped, NextCursor: resp.ResponseMetaData.NextCursor, SentAt: cp.sent}
 		return nil
 	})
 	return page, err
@@ -124,7 +124,7 @@ func (c *Client) Replies(ctx context.Context, req readmodel.RepliesRequest) (rea
 			return c.salvage(readmodel.MethodReplies, req.Channel, err, cp, &page)
 		}
 		good, skipped := convertPage(req.Channel, msgs)
-		page = readmodel.Page{Messages: good, Skipped: skipped, NextCursor: next}
+		page = readmodel.Page{Messages: good, Skipped: skipped, NextCursor: next, SentAt: cp.sent}
 		return nil
 	})
 	return page, err
@@ -144,6 +144,7 @@ func (c *Client) salvage(method, channel string, err error, cp *capture, page *r
 	}
 	c.log.Warn("slack page decoded message by message", "method", method, "channel", channel,
 		"skipped", len(p.Skipped), "kept", len(p.Messages), "err", err)
+	p.SentAt = cp.sent
 	*page = p
 	return nil
 }

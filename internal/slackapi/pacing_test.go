@@ -199,3 +199,39 @@ func TestStorePacingAdaptsStore(t *testing.T) {
 		t.Errorf("load = %+v %v %v, want %+v", got, ok, err, want)
 	}
 }
+
+// A page says when its request went out, after the pacing wait: the poller reads its
+// messages as of then. Before, the read time was taken before the wait, a minute early
+// at 1 request a minute, and every message looked a minute staler than it was.
+func TestPageSentAtIsAfterThePacingWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake()
+		f.handle("conversations.history", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, okPage("1.000001", "")) })
+		f.handle("conversations.replies", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, okPage("1.000001", "")) })
+		c := newTestClient(t, f, map[string]float64{readmodel.MethodHistory: 1, readmodel.MethodReplies: 1})
+		for range 2 {
+			before := time.Now()
+			p, err := c.History(bg, historyReq(""))
+			if err != nil {
+				t.Fatal(err)
+			}
+			reqs := f.requests("conversations.history")
+			if at := reqs[len(reqs)-1].at; !p.SentAt.Equal(at) {
+				t.Errorf("history SentAt = %v, want the request's time %v (called at %v)", p.SentAt, at, before)
+			}
+		}
+		if got := f.requests("conversations.history"); got[1].at.Sub(got[0].at) < time.Minute {
+			t.Fatalf("the second call did not wait for its turn: the test proves nothing")
+		}
+		for range 2 {
+			p, err := c.Replies(bg, readmodel.RepliesRequest{Channel: "C1", TS: "1.000001"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			reqs := f.requests("conversations.replies")
+			if at := reqs[len(reqs)-1].at; !p.SentAt.Equal(at) {
+				t.Errorf("replies SentAt = %v, want the request's time %v", p.SentAt, at)
+			}
+		}
+	})
+}
