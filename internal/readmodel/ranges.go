@@ -78,13 +78,13 @@ func (t *tick) retirePastHorizon(refs []Ref) error {
 	return t.p.w.retire(old)
 }
 
-// tailAnchor returns the least recently read tracked message due for a history
-// re-read. Entries past the tracking horizon met on the way are retired (they leave
-// the index).
+// tailAnchor returns the tracked timeline message due for a history re-read whose own
+// read is the oldest. Entries past the tracking horizon met on the way are retired
+// (they leave the index).
 func (t *tick) tailAnchor() (Message, bool, error) {
 	now := t.slackNow() // for the horizon: ages of ts values are Slack's
 	var retire []Ref
-	m, ok, err := t.oldestInTail(func(m *Message) bool {
+	m, ok, err := t.stalestInTail(func(m *Message) bool {
 		if !t.historyDue(m) {
 			return false
 		}
@@ -93,22 +93,36 @@ func (t *tick) tailAnchor() (Message, bool, error) {
 			return false
 		}
 		return true
-	})
+	}, func(m *Message) *time.Time { return m.LastPolledAt })
 	if err != nil {
 		return Message{}, false, err
 	}
 	return m, ok, t.p.w.retire(retire)
 }
 
-// oldestInTail walks the tail index from its oldest entry and returns the first
-// stored message of an eligible conversation that take accepts.
-func (t *tick) oldestInTail(take func(*Message) bool) (Message, bool, error) {
-	var found Message
+// stalestInTail walks the tail index from its oldest entry and returns the stored
+// message of an eligible conversation that take accepts with the oldest readAt (nil,
+// or a time in the future, counts as never read: oldest of all). A parent's place in
+// the index is the older of its own read and its thread's, so an entry's readAt is
+// never older than its place, and the walk stops at the first entry placed after the
+// best found. Taking the first accepted entry instead would spend a history call on
+// a parent whose thread alone is stale (and a replies call on a thread whose parent
+// alone is): a call that fixes little, and a range read out of its turn.
+func (t *tick) stalestInTail(take func(*Message) bool, readAt func(*Message) *time.Time) (Message, bool, error) {
+	now := t.now()
+	var best Message
+	var bestAt time.Time // zero: never read
 	var ok bool
 	err := t.p.store.View(func(tx Tx) error {
 		var ierr error
 		_, err := tx.TailOldest(1, func(e TailEntry) bool {
-			if ok || ierr != nil || !t.isEligible(e.Channel) {
+			if ierr != nil {
+				return true
+			}
+			if ok && (bestAt.IsZero() || e.RotatedAt != nil && !e.RotatedAt.After(now) && !e.RotatedAt.Before(bestAt)) {
+				return false // nothing further on is older: end the walk
+			}
+			if !t.isEligible(e.Channel) {
 				return true
 			}
 			m, has, err := tx.Message(e.Channel, e.TS)
@@ -119,15 +133,21 @@ func (t *tick) oldestInTail(take func(*Message) bool) (Message, bool, error) {
 			if !has || !take(&m) {
 				return true
 			}
-			found, ok = m, true
-			return false
+			var at time.Time
+			if r := readAt(&m); r != nil && !r.After(now) {
+				at = *r
+			}
+			if !ok || at.Before(bestAt) {
+				best, bestAt, ok = m, at, true
+			}
+			return true
 		})
 		if err != nil {
 			return err
 		}
 		return ierr
 	})
-	return found, ok, storeErr(err)
+	return best, ok, storeErr(err)
 }
 
 // watchedAnchor returns the least recently read watched timeline message due for a
@@ -165,79 +185,101 @@ func (t *tick) stalestOf(set map[Ref]bool, take func(*Message) bool, older func(
 	return best, ok, storeErr(err)
 }
 
-// pickRange chooses the tail range that contains anchor: a window of a page of
-// consecutive stored timeline messages, cut from the run of due messages around the
-// anchor a page at a time from the run's start, so that a rotation leaves at most one
-// short range per run (with watchedFirst, the window with the most watched messages
-// that contains the anchor, for the watched class's share).
+// pickRange chooses the tail range that contains anchor: the anchor's tile, the page
+// of consecutive stored timeline messages that Tx.TimelineTile numbers from the
+// conversation's oldest (with watchedFirst, the window of a page that contains the
+// anchor and the most watched messages, when it holds more than the tile: the watched
+// class's share). Tiles are fixed by the store's contents, not by when their messages
+// were last read: a rotation reads each tile whole once, whatever else (thread reads
+// refreshing parents, head reads, watched ranges) refreshed parts of it meanwhile.
+// Ranges cut by read times drifted after such refreshes and overlapped their
+// neighbours, an extra call per rotation.
 func (t *tick) pickRange(anchor Message, watchedFirst bool) (span, error) {
 	p := t.pageSize()
-	// How far either way the run of due messages around the anchor is looked at.
-	reach := max(4*p, 60)
-	var list []Message
-	var openBelow, openAbove bool
+	var tile, near []Message
 	err := t.p.store.View(func(tx Tx) error {
-		before, err := tx.TimelineBefore(anchor.Channel, anchor.TS, reach)
-		if err != nil {
+		var err error
+		if tile, err = tx.TimelineTile(anchor.Channel, anchor.TS, p); err != nil || !watchedFirst {
 			return err
 		}
-		openBelow = len(before) == reach
-		slices.Reverse(before)
-		list = before
-		err = tx.Timeline(anchor.Channel, anchor.TS, "", func(m Message) error {
-			list = append(list, m)
-			if len(list) > len(before)+reach {
-				return ErrStopIteration
-			}
-			return nil
-		})
-		openAbove = len(list) > len(before)+reach
+		near, err = t.around(tx, anchor, p-1)
 		return err
 	})
 	if err != nil {
 		return span{}, storeErr(err)
 	}
-	a := slices.IndexFunc(list, func(m Message) bool { return m.TS == anchor.TS })
-	if a < 0 { // the anchor is not in the timeline (a placeholder is): read it alone
-		list, a = []Message{anchor}, 0
-	}
-	now := t.now()
-	vals := make([]float64, len(list))
-	due := make([]bool, len(list))
-	watched := make([]bool, len(list))
-	for i := range list {
-		m := &list[i]
-		if due[i] = i == a || t.historyDue(m); due[i] {
-			vals[i] = t.age(m, now).Seconds()
-			watched[i] = t.isWatched(Ref{m.Channel, m.TS})
+	list := tile
+	if !slices.ContainsFunc(tile, func(m Message) bool { return m.TS == anchor.TS }) {
+		// Not in the timeline (a placeholder is), or undecodable: read it alone.
+		list = []Message{anchor}
+	} else if watchedFirst {
+		if w := t.mostWatched(near, anchor.TS, p); t.countWatched(w) > t.countWatched(tile) {
+			list = w
 		}
 	}
-	// The run is cut from the messages as stale as the anchor: read no later than it
-	// (a range's messages share one read time), so that a rotation reproduces the
-	// ranges of the one before and packs whole pages; "not read this tick" alone
-	// would join ranges read a tick apart and cut them anywhere.
-	run := make([]bool, len(list))
+	now := t.now()
+	sp := span{ch: anchor.Channel, oldest: list[0].TS, latest: list[len(list)-1].TS, anchor: Ref{anchor.Channel, anchor.TS}}
 	for i := range list {
 		m := &list[i]
-		run[i] = due[i] && (m.LastPolledAt == nil || anchor.LastPolledAt != nil && !m.LastPolledAt.After(*anchor.LastPolledAt))
-	}
-	best := chunkStart(run, a, p, openBelow, openAbove)
-	if watchedFirst {
-		best = mostWatched(watched, a, p, best)
-	}
-	j := min(best+p, len(list))
-	sp := span{ch: anchor.Channel, oldest: list[best].TS, latest: list[j-1].TS, anchor: Ref{anchor.Channel, anchor.TS}}
-	for k := best; k < j; k++ {
-		sp.refs = append(sp.refs, Ref{list[k].Channel, list[k].TS})
-		if due[k] {
+		sp.refs = append(sp.refs, Ref{m.Channel, m.TS})
+		if m.TS == anchor.TS || t.historyDue(m) {
 			sp.due++
-			sp.value += vals[k]
-			if watched[k] {
+			sp.value += t.age(m, now).Seconds()
+			if t.isWatched(Ref{m.Channel, m.TS}) {
 				sp.watched++
 			}
 		}
 	}
 	return sp, nil
+}
+
+// around returns the stored timeline messages within n of anchor either way, and the
+// anchor, ascending by ts.
+func (t *tick) around(tx Tx, anchor Message, n int) ([]Message, error) {
+	list, err := tx.TimelineBefore(anchor.Channel, anchor.TS, n)
+	if err != nil {
+		return nil, err
+	}
+	slices.Reverse(list)
+	list = append(list, anchor)
+	after := 0
+	err = tx.Timeline(anchor.Channel, anchor.TS, "", func(m Message) error {
+		if m.TS == anchor.TS {
+			return nil
+		}
+		if after++; after > n {
+			return ErrStopIteration
+		}
+		list = append(list, m)
+		return nil
+	})
+	return list, err
+}
+
+// mostWatched returns the window of p consecutive messages of list containing the
+// message ts with the most watched messages, the earliest of equals.
+func (t *tick) mostWatched(list []Message, ts TS, p int) []Message {
+	a := slices.IndexFunc(list, func(m Message) bool { return m.TS == ts })
+	var best []Message
+	most := -1
+	for i := max(0, a-p+1); i <= a; i++ {
+		w := list[i:min(i+p, len(list))]
+		if n := t.countWatched(w); n > most {
+			best, most = w, n
+		}
+	}
+	return best
+}
+
+// countWatched returns how many of msgs are watched.
+func (t *tick) countWatched(msgs []Message) int {
+	n := 0
+	for i := range msgs {
+		if t.isWatched(Ref{msgs[i].Channel, msgs[i].TS}) {
+			n++
+		}
+	}
+	return n
 }
 
 // readRange re-reads a tail range: conversations.history from oldest to latest,
@@ -279,6 +321,7 @@ func (t *tick) readRange(sp *span) error {
 		t.mu.Lock()
 		t.rangeCalls++
 		t.mu.Unlock()
+		started = t.readAt(started, &page)
 		learned = t.learnPageCap(req.Limit, &page)
 		for _, s := range page.Skipped {
 			if s.TS == "" {
@@ -393,60 +436,4 @@ func sameTime(a, b *time.Time) bool {
 		return a == b
 	}
 	return a.Equal(*b)
-}
-
-// chunkStart returns where the range of p messages starts. The run of due messages
-// around a (a single message that is not due, between due ones, does not break it: a
-// thread read refreshes a parent on its own) is read a page at a time from its edge
-// nearest the anchor, flush against the messages just read there, so that a rotation
-// sweeping a conversation reads it in whole pages and leaves at most one short range
-// per run; the anchor is reached within the run's pages between it and that edge.
-// Windows placed around the anchor instead (by the sum of ages, or starting at it)
-// leave short runs between them that each cost a call of their own. An edge the look
-// did not reach (openBelow, openAbove: the run goes on) is not a boundary; with
-// neither in sight the range starts at the anchor.
-func chunkStart(due []bool, a, p int, openBelow, openAbove bool) int {
-	isDue := func(i int) bool {
-		if i < 0 || i >= len(due) {
-			return false
-		}
-		return due[i] || (i > 0 && i+1 < len(due) && due[i-1] && due[i+1])
-	}
-	rs, re := a, a
-	for isDue(rs - 1) {
-		rs--
-	}
-	for isDue(re + 1) {
-		re++
-	}
-	upOpen := openAbove && re == len(due)-1
-	downOpen := openBelow && rs == 0
-	switch {
-	case !upOpen && (downOpen || re-a <= a-rs):
-		return max(0, re-p+1)
-	case !downOpen:
-		return rs
-	}
-	return a
-}
-
-// mostWatched returns the start of the window of p messages containing a with the most
-// watched messages; ties keep def.
-func mostWatched(watched []bool, a, p, def int) int {
-	count := func(i int) int {
-		n := 0
-		for k := i; k < min(i+p, len(watched)); k++ {
-			if watched[k] {
-				n++
-			}
-		}
-		return n
-	}
-	best, most := def, count(def)
-	for i := max(0, a-p+1); i <= a; i++ {
-		if n := count(i); n > most {
-			best, most = i, n
-		}
-	}
-	return best
 }

@@ -3,6 +3,7 @@ package readmodel
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // stream is the calls of one Slack method within a tick: its cap, what it spent, and
@@ -67,6 +68,18 @@ func (t *tick) do(s *stream, call func() error) error {
 		return errFatal{fmt.Errorf("%w: %w (check slack.token / SLACK_BOT_TOKEN and that the app is still installed)", ErrTokenRejected, err)}
 	}
 	return err
+}
+
+// readAt returns the time a page's messages are read as of: when its request went out
+// (Page.SentAt: after pacing and any Retry-After wait, which take up to a minute at
+// non_marketplace rates), or started, the time before the call, when the source does
+// not say or its clock disagrees with ours (SentAt outside [started, now]). Never a
+// time after the request: a change made after it must look newer than the read.
+func (t *tick) readAt(started time.Time, page *Page) time.Time {
+	if s := page.SentAt; !s.IsZero() && !s.Before(started) && !s.After(t.now()) {
+		return s
+	}
+	return started
 }
 
 // ends reports whether err from do (or from a step built on it) ends the stream.

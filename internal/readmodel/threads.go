@@ -109,10 +109,9 @@ func (t *tick) threadDue(m *Message) bool {
 }
 
 // rotationThread returns the tracked parent whose thread was read least recently and
-// is due, walking the tail index from its oldest entry (a parent's place there is the
-// older of its own read and its thread's).
+// is due.
 func (t *tick) rotationThread() (Message, bool, error) {
-	return t.oldestInTail(t.threadDue)
+	return t.stalestInTail(t.threadDue, func(m *Message) *time.Time { return m.ThreadSyncedAt })
 }
 
 // watchedThread returns the due thread, least recently read, of a watched parent or of
@@ -182,6 +181,10 @@ func (t *tick) readThread(c threadCandidate) error {
 		t.mu.Lock()
 		t.threadCalls++
 		t.mu.Unlock()
+		if pages == 0 {
+			// The thread is read as of its first page: later pages come later.
+			started = t.readAt(started, &page)
+		}
 		for _, s := range page.Skipped {
 			if s.TS == "" || s.TS == parent.TS {
 				t.skip("%s/%s thread: undecodable message: %s (nothing written)", parent.Channel, parent.TS, s.Err)

@@ -112,6 +112,7 @@ func (t *tick) walk(w *walk, req HistoryRequest) (done bool, err error) {
 			return false, t.conversationFailed(w.ch, err)
 		}
 		w.pages++
+		started = t.readAt(started, &page)
 		t.learnPageCap(req.Limit, &page)
 		var unread []TS
 		for _, s := range page.Skipped {
