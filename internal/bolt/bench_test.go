@@ -185,3 +185,52 @@ func BenchmarkTailOldest(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkTimelineTile finds the tile of a conversation's newest message, the worst
+// case (the walk to it passes every record of the conversation), in conversations of
+// 10k and 200k messages, a tenth of them replies.
+func BenchmarkTimelineTile(b *testing.B) {
+	for _, n := range []int{10_000, 200_000} {
+		s, err := Open(filepath.Join(b.TempDir(), "tile.db"), Options{NoSync: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { s.Close() })
+		var newest readmodel.TS
+		for done := 0; done < n; done += 50_000 {
+			err := s.Update(func(tx readmodel.Tx) error {
+				for i := done; i < min(done+50_000, n); i++ {
+					m := readmodel.Message{Channel: "C1", TS: readmodel.TS(fmt.Sprintf("%d.000000", 1700000000+i)),
+						User: "U0AAAAAAA", Text: "a message of ordinary length, with a link <https://example.com/x>"}
+					if i%10 == 9 {
+						m.ThreadTS = readmodel.TS(fmt.Sprintf("%d.000000", 1700000000+i-1))
+					} else {
+						newest = m.TS
+					}
+					if err := tx.PutMessage(m); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.Run(fmt.Sprintf("%dk", n/1000), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				err := s.View(func(tx readmodel.Tx) error {
+					tile, err := tx.TimelineTile("C1", newest, 15)
+					if err == nil && (len(tile) == 0 || tile[len(tile)-1].TS != newest) {
+						err = fmt.Errorf("tile %d messages, not ending at the newest", len(tile))
+					}
+					return err
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
