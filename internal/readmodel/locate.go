@@ -9,9 +9,18 @@ import "errors"
 // parent, which joins the tail (it is stored, or tracked as never read): the parent's
 // thread read fills the reply in, and every later one keeps it fresh. thread_not_found,
 // or an answer that names no thread, is Slack saying the message is not there:
-// missing_since. Without a replies call left this tick the placeholder stays unread,
-// first in the tail next tick.
+// missing_since; an answer with an undecodable message (the parent) is not, and leaves
+// the placeholder unread. Without a replies call left this tick the placeholder stays
+// unread, first in the tail next tick.
 func (t *tick) locate(ref Ref) error {
+	if m, ok, err := t.message(ref); err != nil || !ok || m.LastPolledAt != nil {
+		// Read since it was queued (its parent's thread read, queued by the same
+		// range, stores it first) or gone: nothing to find, and no call to spend.
+		t.mu.Lock()
+		delete(t.p.unlocated, ref)
+		t.mu.Unlock()
+		return err
+	}
 	var page Page
 	started := t.now()
 	err := t.do(t.replies, func() (err error) {
@@ -68,6 +77,11 @@ func (t *tick) locate(ref Ref) error {
 		threadTS = self.ThreadTS
 	case parent != nil:
 		threadTS = parent.TS
+	case len(page.Skipped) > 0:
+		// Slack named a thread (its parent, at least) that could not be decoded: not
+		// an answer of absence. The placeholder stays unread and is found again.
+		t.skip("%s/%s: finding its thread: undecodable: %s", ref.Channel, ref.TS, joinErrs(page.Skipped))
+		return nil
 	default:
 		return t.p.w.markGone(ref, t.now())
 	}

@@ -1,7 +1,10 @@
 package readmodel_test
 
 import (
+	"context"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -130,4 +133,137 @@ func TestTrackedMessageFoundNowhereIsMissing(t *testing.T) {
 	if n := lookups(); n != 1 {
 		t.Fatalf("replies calls for the ghost after more ticks = %d, want still 1 (a message once read is not looked for again)", n)
 	}
+}
+
+// badParentOnLocate answers every locate call (conversations.replies, limit 1) with
+// the thread's parent undecodable, as slack-go fails a message with a field it cannot
+// read, while faulty is set.
+type badParentOnLocate struct {
+	*stubSource
+	parent rm.TS
+	faulty bool
+}
+
+func (s *badParentOnLocate) Replies(ctx context.Context, req rm.RepliesRequest) (rm.Page, error) {
+	p, err := s.stubSource.Replies(ctx, req)
+	if err != nil || !s.faulty || req.Limit != 1 {
+		return p, err
+	}
+	p.Messages = slices.DeleteFunc(p.Messages, func(m rm.Message) bool { return m.TS == s.parent })
+	p.Skipped = append(p.Skipped, rm.ItemError{TS: s.parent, Err: "decode message: numeric latest_reply"})
+	return p, nil
+}
+
+// An undecodable parent in locate's answer is Slack naming a thread, not saying the
+// message is not there: the tracked reply must not be marked missing (which also left
+// it out of the rotation for good: a read placeholder is never located again). Found
+// by the convergence feed check: a watched reply marked missing, then found again.
+func TestLocateAnswerWithAnUndecodableParentIsNotAbsence(t *testing.T) {
+	src := newStub()
+	src.addChannel(ch)
+	parent, _, r2 := oldThread(src)
+	faulty := &badParentOnLocate{stubSource: src, parent: parent, faulty: true}
+	store := openStore(t)
+	clock := &fixedClock{t: epoch}
+	p := rm.NewPoller(store, faulty, rm.PollerConfig{Conversations: []string{ch}, Budget: defaultBudget(), Now: clock.Now})
+	if err := rm.Track(store, ch, r2, "ticket-9"); err != nil {
+		t.Fatal(err)
+	}
+	mustTick(t, p)
+	located := 0
+	for _, c := range src.callsOf(rm.MethodReplies) {
+		if c.rep.TS == r2 && c.rep.Limit == 1 {
+			located++
+		}
+	}
+	if located == 0 {
+		t.Fatal("no locate call was made: the test proves nothing")
+	}
+	if m := getMsg(t, store, ch, r2); m.MissingSince != nil || m.LastPolledAt != nil {
+		t.Fatalf("tracked reply after a locate answer with an undecodable parent = %+v, want still unread and not missing", m)
+	}
+	faulty.faulty = false
+	for range 10 {
+		clock.Advance(time.Minute)
+		mustTick(t, p)
+	}
+	if m := getMsg(t, store, ch, r2); m.ThreadTS != parent || m.MissingSince != nil || m.LastPolledAt == nil || m.Record != "ticket-9" {
+		t.Fatalf("tracked reply once the parent reads again = %+v, want found as a reply of %s, not missing", m, parent)
+	}
+}
+
+// A placeholder queued for locate that its parent's thread read stored first (both
+// queued by the same range read: the parent's latest_reply moved, the placeholder did
+// not come back) is not located: the call would find nothing new, and with a faulty
+// answer marked a live reply missing.
+func TestAPlaceholderReadByItsThreadFirstIsNotLocated(t *testing.T) {
+	src := newStub()
+	src.addChannel(ch)
+	parent, r1, r2 := oldThread(src)
+	store := openStore(t)
+	read := epoch.Add(-time.Hour)
+	err := store.Update(func(tx rm.Tx) error {
+		// The parent and its first reply were read an hour ago; r2 was tracked
+		// before anything read it.
+		pm := msg(ch, parent, "U1", "parent")
+		pm.ThreadTS, pm.ReplyCount, pm.LatestReply, pm.ReplyWatermark = parent, 1, r1, r1
+		pm.LastPolledAt, pm.ThreadSyncedAt = &read, &read
+		rp := msg(ch, r1, "U2", "first reply")
+		rp.ThreadTS, rp.LastPolledAt = parent, &read
+		for _, m := range []rm.Message{pm, rp, {Channel: ch, TS: r2, Record: "ticket-10"}} {
+			if err := tx.PutMessage(m); err != nil {
+				return err
+			}
+		}
+		return tx.PutRecord("ticket-10", rm.Ref{Channel: ch, TS: r2})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The thread read waits for the range read to be done with (it queues the
+	// locate after its page): else it could store r2 before the range looked.
+	rangeRead := make(chan struct{})
+	var once sync.Once
+	src.before = func(method string) {
+		if method != rm.MethodReplies {
+			return
+		}
+		select {
+		case <-rangeRead:
+			time.Sleep(50 * time.Millisecond)
+		case <-time.After(5 * time.Second):
+		}
+	}
+	faulty := &badParentOnLocate{stubSource: src, parent: parent, faulty: true}
+	clock := &fixedClock{t: epoch}
+	p := rm.NewPoller(store, signalRange{faulty, func() { once.Do(func() { close(rangeRead) }) }},
+		rm.PollerConfig{Conversations: []string{ch}, Budget: defaultBudget(), Now: clock.Now})
+	mustTick(t, p)
+	var threadRead bool
+	for _, c := range src.callsOf(rm.MethodReplies) {
+		if c.rep.TS == r2 && c.rep.Limit == 1 {
+			t.Errorf("locate call for %s after its thread read stored it", r2)
+		}
+		threadRead = threadRead || c.rep.TS == parent
+	}
+	if !threadRead {
+		t.Fatal("the parent's thread was not read: the test proves nothing")
+	}
+	if m := getMsg(t, store, ch, r2); m.ThreadTS != parent || m.MissingSince != nil || m.Record != "ticket-10" {
+		t.Fatalf("tracked reply = %+v, want a reply of %s with its record, not missing", m, parent)
+	}
+}
+
+// signalRange calls done after each tail range read (a history call with a latest).
+type signalRange struct {
+	*badParentOnLocate
+	done func()
+}
+
+func (s signalRange) History(ctx context.Context, req rm.HistoryRequest) (rm.Page, error) {
+	p, err := s.badParentOnLocate.History(ctx, req)
+	if req.Latest != "" {
+		defer s.done()
+	}
+	return p, err
 }
