@@ -446,14 +446,7 @@ func checkFeed(s rm.Store, seqAtMatch uint64, truth slackfake.Truth) (FeedCheck,
 			// later read may learn the other (thread_not_found after missing).
 			gone := !exists[rm.Ref{Channel: c.Channel, TS: c.TS}] &&
 				(c.Kind == rm.ChangeMessageDeleted || c.Kind == rm.ChangeMessageMissing || c.Kind == rm.ChangeReplyRemoved)
-			// The comparison does not cover a reply's missing state (reply lines have
-			// none), so the match says nothing about it: a watched reply marked
-			// missing by a read that did not return it and found again by its thread
-			// read (2 seeds in 5,000) is the model changing, not a re-read without
-			// change.
-			isReply := c.ThreadTS != "" && c.ThreadTS != c.TS
-			replyMissing := isReply && (c.Kind == rm.ChangeMessageMissing || c.Kind == rm.ChangeMessageReappeared)
-			if seqAtMatch > 0 && c.Seq > seqAtMatch && !firstRead && !gone && !replyMissing {
+			if seqAtMatch > 0 && c.Seq > seqAtMatch && !firstRead && !gone {
 				fc.AfterMatch = append(fc.AfterMatch, c)
 			}
 			if err := replayed.Apply(&c); err != nil {
