@@ -34,3 +34,40 @@ func TestAReadAfterTheClockWasSetBackReplacesAReadMadeWhileItWasAhead(t *testing
 		t.Errorf("text %q after the tick, want the edit Slack returned", got.Text)
 	}
 }
+
+// A message read while the clock was a day ahead carries a read time in the future
+// once the clock is set right: it counts as never read (due, oldest of all). Its tail
+// entry is placed by that time, after every entry read since, and the walk for the
+// stalest anchor stopped at the first present entry placed after its best: the
+// messages read "in the future" waited a day, far past a rotation of three tiles.
+func TestMessagesReadWithTheClockAheadAreReadOnceItIsSetBack(t *testing.T) {
+	src, store, clock, tss := tiledStore(t)
+	p := rm.NewPoller(store, src, rm.PollerConfig{Conversations: []string{ch}, Now: clock.Now,
+		Budget: rm.Budget{HistoryCalls: 1, RepliesCalls: 1, UsersInfoCalls: 10}})
+	mustTick(t, p) // learns the page cap (its first range asks for 999)
+	clock.Advance(time.Minute)
+	clock.Advance(24 * time.Hour)
+	for range 6 {
+		mustTick(t, p)
+		clock.Advance(time.Minute)
+	}
+	clock.Advance(-24 * time.Hour)
+	var ahead []rm.TS
+	for _, m := range tss {
+		if got := getMsg(t, store, ch, m); got.LastPolledAt != nil && got.LastPolledAt.After(clock.Now()) {
+			ahead = append(ahead, m)
+		}
+	}
+	if len(ahead) == 0 {
+		t.Fatal("no message read with the clock ahead: the test proves nothing")
+	}
+	for range 12 { // four rotations of the three tiles at one call a tick
+		mustTick(t, p)
+		clock.Advance(time.Minute)
+	}
+	for _, m := range ahead {
+		if got := getMsg(t, store, ch, m); got.LastPolledAt.After(clock.Now()) {
+			t.Errorf("%s still read as of %v (now %v) after 12 one-call ticks: left for the clock to catch up", m, got.LastPolledAt, clock.Now())
+		}
+	}
+}

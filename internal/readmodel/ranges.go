@@ -1,6 +1,7 @@
 package readmodel
 
 import (
+	"cmp"
 	"slices"
 	"time"
 )
@@ -108,30 +109,32 @@ func (t *tick) tailAnchor() (Message, bool, error) {
 // best found. Taking the first accepted entry instead would spend a history call on
 // a parent whose thread alone is stale (and a replies call on a thread whose parent
 // alone is): a call that fixes little, and a range read out of its turn.
+//
+// Entries placed in the future (read while the clock was ahead; it has been set back
+// since) sit at the index's end, after every entry read since: unless a never-read
+// one comes first, they are looked for there (Tx.TailAfter now). A walk from the
+// start alone stopped long before them, and left them unread until the clock caught
+// up with their read times.
 func (t *tick) stalestInTail(take func(*Message) bool, readAt func(*Message) *time.Time) (Message, bool, error) {
 	now := t.now()
 	var best Message
 	var bestAt time.Time // zero: never read
 	var ok bool
+	future := func(e TailEntry) bool { return e.RotatedAt != nil && e.RotatedAt.After(now) }
 	err := t.p.store.View(func(tx Tx) error {
 		var ierr error
-		_, err := tx.TailOldest(1, func(e TailEntry) bool {
-			if ierr != nil {
-				return true
-			}
-			if ok && (bestAt.IsZero() || e.RotatedAt != nil && !e.RotatedAt.After(now) && !e.RotatedAt.Before(bestAt)) {
-				return false // nothing further on is older: end the walk
-			}
+		// consider reads e's message and keeps it if it is the stalest so far.
+		consider := func(e TailEntry) {
 			if !t.isEligible(e.Channel) {
-				return true
+				return
 			}
 			m, has, err := tx.Message(e.Channel, e.TS)
 			if err != nil {
 				ierr = err
-				return true
+				return
 			}
 			if !has || !take(&m) {
-				return true
+				return
 			}
 			var at time.Time
 			if r := readAt(&m); r != nil && !r.After(now) {
@@ -140,12 +143,25 @@ func (t *tick) stalestInTail(take func(*Message) bool, readAt func(*Message) *ti
 			if !ok || at.Before(bestAt) {
 				best, bestAt, ok = m, at, true
 			}
+		}
+		_, err := tx.TailOldest(1, func(e TailEntry) bool {
+			if ierr != nil || future(e) || ok && (bestAt.IsZero() || e.RotatedAt != nil && !e.RotatedAt.Before(bestAt)) {
+				return false // nothing further on is older, or the future part: end the walk
+			}
+			consider(e)
 			return true
 		})
-		if err != nil {
-			return err
+		if err != nil || ierr != nil || ok && bestAt.IsZero() {
+			return cmp.Or(err, ierr)
 		}
-		return ierr
+		_, err = tx.TailAfter(now, 1, func(e TailEntry) bool {
+			if ierr != nil || ok && bestAt.IsZero() {
+				return false // end the walk
+			}
+			consider(e)
+			return true
+		})
+		return cmp.Or(err, ierr)
 	})
 	return best, ok, storeErr(err)
 }

@@ -65,6 +65,10 @@ type Tx interface {
 	// RotatedAt, never first; ties by channel then ts), skipping those for which skip returns
 	// true. Its cost grows with n and the skipped entries, not with the store size.
 	TailOldest(n int, skip func(TailEntry) bool) ([]TailEntry, error)
+	// TailAfter is TailOldest from the first entry whose RotatedAt is after at: the
+	// entries read later than at (in the future, when at is now), least recently
+	// rotated first. Its cost is TailOldest's.
+	TailAfter(at time.Time, n int, skip func(TailEntry) bool) ([]TailEntry, error)
 	// Counts returns, for one channel, the number of stored message records, of thread
 	// parents with a stored reply set, and of tracked messages.
 	Counts(channel string) (ChannelCounts, error)
