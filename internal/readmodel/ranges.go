@@ -2,6 +2,7 @@ package readmodel
 
 import (
 	"cmp"
+	"errors"
 	"slices"
 	"time"
 )
@@ -316,6 +317,15 @@ func (t *tick) readRange(sp *span) error {
 	req := HistoryRequest{Channel: sp.ch, Oldest: sp.oldest, Latest: sp.latest, Inclusive: true, Limit: t.pageSize()}
 	seen := map[TS]bool{}
 	provable, complete, learned := true, false, false
+	t.mu.Lock()
+	cut, resumed := t.p.rangeResume[sp.ch]
+	delete(t.p.rangeResume, sp.ch)
+	t.mu.Unlock()
+	if resumed && cut == (rangeCut{sp.oldest, sp.latest, req.Limit, cut.cursor}) {
+		// The pages before cursor were read by an earlier tick: this read cannot
+		// prove a message absent, but it reaches the range's oldest messages.
+		req.Cursor, provable = cut.cursor, false
+	}
 	for {
 		var page Page
 		started := t.now()
@@ -325,6 +335,17 @@ func (t *tick) readRange(sp *span) error {
 		})
 		if err != nil {
 			if ends(err) {
+				if req.Cursor != "" && errors.Is(err, errStreamStop) {
+					// Cut between pages by the tick's end (cap, soft deadline): the
+					// next read of the range goes on from here. Begun again, it
+					// would read the same newest page (Slack's order) and end at
+					// the same place, tick after tick: the oldest messages of the
+					// range never read, its anchor never reached, and the calls
+					// of every other range spent on it.
+					t.mu.Lock()
+					t.p.rangeResume[sp.ch] = rangeCut{sp.oldest, sp.latest, req.Limit, req.Cursor}
+					t.mu.Unlock()
+				}
 				t.countRange(sp, seen, false)
 				return err
 			}
