@@ -456,16 +456,25 @@ func (t *tick) noteProgress(ref Ref, before *Message) error {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	stuck := ok && m.IsTracked() && !t.p.unlocated[ref] && sameTime(m.LastPolledAt, before.LastPolledAt)
-	if !stuck {
+	stuck := ok && m.IsTracked() && sameTime(m.LastPolledAt, before.LastPolledAt)
+	switch {
+	case !stuck:
 		delete(t.p.tailBackoff, ref)
-		return nil
+	case !t.p.unlocated[ref]:
+		t.backOffLocked(ref)
 	}
+	// Waiting for locate, it keeps its run: locate backs it off again if its answer
+	// leaves it unread, and ending the run here would hold that backoff at 2 ticks.
+	return nil
+}
+
+// backOffLocked lengthens ref's run of tail reads that advanced nothing: it is
+// skipped for 2, 4, … up to 64 ticks. t.mu must be held.
+func (t *tick) backOffLocked(ref Ref) {
 	b := t.p.tailBackoff[ref]
 	b.fails++
 	b.until = t.p.tickNo + 1<<min(b.fails, 6)
 	t.p.tailBackoff[ref] = b
-	return nil
 }
 
 func sameTime(a, b *time.Time) bool {
