@@ -14,9 +14,10 @@ type span struct {
 	ch             string
 	oldest, latest TS
 	anchor         Ref
-	// refs are the stored timeline messages the range covers; due those of them
-	// the rotation wanted.
+	// refs are the stored timeline messages the range covers; dueRefs (due in
+	// number) those of them the rotation wanted, the anchor among them.
 	refs    []Ref
+	dueRefs []Ref
 	due     int
 	watched int
 	value   float64 // the staleness it fixes: the due messages' ages, in seconds
@@ -240,6 +241,7 @@ func (t *tick) pickRange(anchor Message, watchedFirst bool) (span, error) {
 		m := &list[i]
 		sp.refs = append(sp.refs, Ref{m.Channel, m.TS})
 		if m.TS == anchor.TS || t.historyDue(m) {
+			sp.dueRefs = append(sp.dueRefs, Ref{m.Channel, m.TS})
 			sp.due++
 			sp.value += t.age(m, now).Seconds()
 			if t.isWatched(Ref{m.Channel, m.TS}) {
@@ -310,7 +312,7 @@ func (t *tick) readRange(sp *span) error {
 	t.mu.Lock()
 	t.tried[sp.anchor] = true
 	t.mu.Unlock()
-	before, _, err := t.message(sp.anchor)
+	before, err := t.readTimes(sp.dueRefs)
 	if err != nil {
 		return err
 	}
@@ -403,7 +405,7 @@ func (t *tick) readRange(sp *span) error {
 	if learned {
 		return nil // sized for a larger page: the anchor was not reached, not failed
 	}
-	return t.noteProgress(sp.anchor, &before)
+	return t.noteProgress(before)
 }
 
 // inSpan keeps the messages of a page inside the range: Slack honours oldest and
@@ -445,26 +447,62 @@ func (t *tick) message(ref Ref) (Message, bool, error) {
 	return m, ok, storeErr(err)
 }
 
-// noteProgress backs off a tail entry whose read advanced nothing — still in the
-// rotation and not read since before (an undecodable message, a failing read) — for 2,
-// 4, … up to 64 ticks, so that it cannot take a history call on every tick; a read
-// that advances it ends the backoff. before is the message as stored before the read.
-func (t *tick) noteProgress(ref Ref, before *Message) error {
-	m, ok, err := t.message(ref)
+// readTimes returns the stored last_polled_at of each of refs (nil: never read, or
+// not stored).
+func (t *tick) readTimes(refs []Ref) (map[Ref]*time.Time, error) {
+	out := make(map[Ref]*time.Time, len(refs))
+	err := t.p.store.View(func(tx Tx) error {
+		for _, r := range refs {
+			m, _, err := tx.Message(r.Channel, r.TS)
+			if err != nil {
+				return err
+			}
+			out[r] = m.LastPolledAt
+		}
+		return nil
+	})
+	return out, storeErr(err)
+}
+
+// noteProgress backs off each tail entry of a range read (before: their last_polled_at
+// before it) that the read advanced nothing for — still in the rotation and not read
+// since (an undecodable message, a failing read) — for 2, 4, … up to 64 ticks, so that
+// it cannot take a history call on every tick; a read that advances it ends the
+// backoff. All of the range's due entries are noted, not its anchor alone: after a
+// failed read each of them, the stalest in turn, anchored the same range again, as
+// many calls in a tick as the tile has messages.
+func (t *tick) noteProgress(before map[Ref]*time.Time) error {
+	now := map[Ref]Message{}
+	err := t.p.store.View(func(tx Tx) error {
+		for r := range before {
+			m, ok, err := tx.Message(r.Channel, r.TS)
+			if err != nil {
+				return err
+			}
+			if ok {
+				now[r] = m
+			}
+		}
+		return nil
+	})
 	if err != nil {
-		return err
+		return storeErr(err)
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	stuck := ok && m.IsTracked() && sameTime(m.LastPolledAt, before.LastPolledAt)
-	switch {
-	case !stuck:
-		delete(t.p.tailBackoff, ref)
-	case !t.p.unlocated[ref]:
-		t.backOffLocked(ref)
+	for ref, was := range before {
+		m, ok := now[ref]
+		stuck := ok && m.IsTracked() && sameTime(m.LastPolledAt, was)
+		switch {
+		case !stuck:
+			delete(t.p.tailBackoff, ref)
+		case !t.p.unlocated[ref]:
+			t.backOffLocked(ref)
+		}
+		// Waiting for locate, it keeps its run: locate backs it off again if its
+		// answer leaves it unread, and ending the run here would hold that backoff
+		// at 2 ticks.
 	}
-	// Waiting for locate, it keeps its run: locate backs it off again if its answer
-	// leaves it unread, and ending the run here would hold that backoff at 2 ticks.
 	return nil
 }
 
