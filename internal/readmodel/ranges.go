@@ -214,7 +214,8 @@ func (t *tick) stalestOf(set map[Ref]bool, take func(*Message) bool, older func(
 // neighbours, an extra call per rotation.
 func (t *tick) pickRange(anchor Message, watchedFirst bool) (span, error) {
 	p := t.pageSize()
-	var tile, near []Message
+	var tile Tile
+	var near []Message
 	err := t.p.store.View(func(tx Tx) error {
 		var err error
 		if tile, err = tx.TimelineTile(anchor.Channel, anchor.TS, p); err != nil || !watchedFirst {
@@ -226,17 +227,22 @@ func (t *tick) pickRange(anchor Message, watchedFirst bool) (span, error) {
 	if err != nil {
 		return span{}, storeErr(err)
 	}
-	list := tile
-	if !slices.ContainsFunc(tile, func(m Message) bool { return m.TS == anchor.TS }) {
+	list := tile.Messages
+	// The tile's bounds, not its first and last decodable messages: a stored record
+	// that cannot be decoded at its edge is read again with it.
+	oldest, latest := tile.Oldest, tile.Latest
+	if !slices.ContainsFunc(list, func(m Message) bool { return m.TS == anchor.TS }) {
 		// Not in the timeline (a placeholder is), or undecodable: read it alone.
 		list = []Message{anchor}
+		oldest, latest = anchor.TS, anchor.TS
 	} else if watchedFirst {
-		if w := t.mostWatched(near, anchor.TS, p); t.countWatched(w) > t.countWatched(tile) {
+		if w := t.mostWatched(near, anchor.TS, p); t.countWatched(w) > t.countWatched(list) {
 			list = w
+			oldest, latest = w[0].TS, w[len(w)-1].TS
 		}
 	}
 	now := t.now()
-	sp := span{ch: anchor.Channel, oldest: list[0].TS, latest: list[len(list)-1].TS, anchor: Ref{anchor.Channel, anchor.TS}}
+	sp := span{ch: anchor.Channel, oldest: oldest, latest: latest, anchor: Ref{anchor.Channel, anchor.TS}}
 	for i := range list {
 		m := &list[i]
 		sp.refs = append(sp.refs, Ref{m.Channel, m.TS})
