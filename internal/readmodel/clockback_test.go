@@ -71,3 +71,33 @@ func TestMessagesReadWithTheClockAheadAreReadOnceItIsSetBack(t *testing.T) {
 		}
 	}
 }
+
+// A thread read whole while the clock was a day ahead is read whole again once it is
+// set back: its stored thread_synced_at, in the future, is of unknown age. Taken as a
+// newer thread read, it made every read of the thread write nothing: the thread
+// stayed due, first in the thread rotation (a read time in the future counts as
+// never), and took a replies call every tick that changed nothing until the clock
+// caught up.
+func TestAThreadReadWithTheClockAheadIsReplacedOnceItIsSetBack(t *testing.T) {
+	src, store, clock, tss := tiledStore(t, 20)
+	p := rm.NewPoller(store, src, rm.PollerConfig{Conversations: []string{ch}, Now: clock.Now,
+		Budget: rm.Budget{HistoryCalls: 6, RepliesCalls: 3, UsersInfoCalls: 10}})
+	clock.Advance(24 * time.Hour)
+	mustTick(t, p)
+	clock.Advance(-24*time.Hour + time.Minute)
+	if got := getMsg(t, store, ch, tss[20]); got.ThreadSyncedAt == nil || !got.ThreadSyncedAt.After(clock.Now()) {
+		t.Fatalf("thread of %s read as of %v, want with the clock a day ahead: the test proves nothing", tss[20], got.ThreadSyncedAt)
+	}
+	reply := ts(100*3600-20, 500)
+	src.setThread(ch, tss[20], msg(ch, reply, "U2", "reply, edited"))
+	for range 3 {
+		mustTick(t, p)
+		clock.Advance(time.Minute)
+	}
+	if got := getMsg(t, store, ch, reply); got.Text != "reply, edited" {
+		t.Errorf("reply text %q after 3 ticks, want the edit Slack returned", got.Text)
+	}
+	if got := getMsg(t, store, ch, tss[20]); got.ThreadSyncedAt.After(clock.Now()) {
+		t.Errorf("thread of %s still read as of %v (now %v)", tss[20], got.ThreadSyncedAt, clock.Now())
+	}
+}
