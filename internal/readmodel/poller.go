@@ -174,11 +174,15 @@ type Poller struct {
 	rangeResume map[string]rangeCut
 }
 
-// rangeCut is a tail range read up to cursor: the request to go on with.
+// rangeCut is a tail range read up to cursor: the request to go on with, and the
+// last_polled_at of the range's due messages before the read began (the pages read
+// advanced some of them: compared with times taken when it goes on, they would look
+// stuck and back off).
 type rangeCut struct {
 	oldest, latest TS
 	limit          int
 	cursor         string
+	before         map[Ref]*time.Time
 }
 
 // backoff is a tail entry's run of reads that advanced nothing.

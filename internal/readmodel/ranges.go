@@ -329,10 +329,15 @@ func (t *tick) readRange(sp *span) error {
 	cut, resumed := t.p.rangeResume[sp.ch]
 	delete(t.p.rangeResume, sp.ch)
 	t.mu.Unlock()
-	if resumed && cut == (rangeCut{sp.oldest, sp.latest, req.Limit, cut.cursor}) {
+	if resumed && cut.oldest == sp.oldest && cut.latest == sp.latest && cut.limit == req.Limit {
 		// The pages before cursor were read by an earlier tick: this read cannot
 		// prove a message absent, but it reaches the range's oldest messages.
 		req.Cursor, provable = cut.cursor, false
+		for r, at := range cut.before {
+			if _, due := before[r]; due {
+				before[r] = at
+			}
+		}
 	}
 	for {
 		var page Page
@@ -351,7 +356,7 @@ func (t *tick) readRange(sp *span) error {
 					// range never read, its anchor never reached, and the calls
 					// of every other range spent on it.
 					t.mu.Lock()
-					t.p.rangeResume[sp.ch] = rangeCut{sp.oldest, sp.latest, req.Limit, req.Cursor}
+					t.p.rangeResume[sp.ch] = rangeCut{sp.oldest, sp.latest, req.Limit, req.Cursor, before}
 					t.mu.Unlock()
 				}
 				t.countRange(sp, seen, false)

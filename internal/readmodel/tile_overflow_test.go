@@ -55,4 +55,10 @@ func TestATileThatNeedsTwoPagesDoesNotTakeEveryCall(t *testing.T) {
 	if len(stale) > 0 {
 		t.Errorf("%d of 30 tracked messages not read in the last 8 of 24 one-call ticks: %v (tail ranges read: %v)", len(stale), stale, rangesRead(src.calls))
 	}
+	// Every read of them advanced them: none backs off. (The read that went on from
+	// the cursor did not return the first page's messages; they were read, by the
+	// read it went on from.)
+	if b := rm.BackingOff(p); len(b) > 0 {
+		t.Errorf("backing off after reads that advanced them: %v", b)
+	}
 }
