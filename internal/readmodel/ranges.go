@@ -206,8 +206,8 @@ func (t *tick) stalestOf(set map[Ref]bool, take func(*Message) bool, older func(
 // pickRange chooses the tail range that contains anchor: the anchor's tile, the page
 // of consecutive stored timeline messages that Tx.TimelineTile numbers from the
 // conversation's oldest (with watchedFirst, the window of a page that contains the
-// anchor and the most watched messages, when it holds more than the tile: the watched
-// class's share). Tiles are fixed by the store's contents, not by when their messages
+// anchor and fixes the most watched staleness, when it fixes more than the tile: the
+// watched class's share). Tiles are fixed by the store's contents, not by when their messages
 // were last read: a rotation reads each tile whole once, whatever else (thread reads
 // refreshing parents, head reads, watched ranges) refreshed parts of it meanwhile.
 // Ranges cut by read times drifted after such refreshes and overlapped their
@@ -236,7 +236,7 @@ func (t *tick) pickRange(anchor Message, watchedFirst bool) (span, error) {
 		list = []Message{anchor}
 		oldest, latest = anchor.TS, anchor.TS
 	} else if watchedFirst {
-		if w := t.mostWatched(near, anchor.TS, p); t.countWatched(w) > t.countWatched(list) {
+		if w := t.mostWatched(near, anchor.TS, p); t.watchedValue(w, anchor.TS) > t.watchedValue(list, anchor.TS) {
 			list = w
 			oldest, latest = w[0].TS, w[len(w)-1].TS
 		}
@@ -282,29 +282,36 @@ func (t *tick) around(tx Tx, anchor Message, n int) ([]Message, error) {
 }
 
 // mostWatched returns the window of p consecutive messages of list containing the
-// message ts with the most watched messages, the earliest of equals.
+// message ts that fixes the most watched staleness (watchedValue), the earliest of
+// equals.
 func (t *tick) mostWatched(list []Message, ts TS, p int) []Message {
 	a := slices.IndexFunc(list, func(m Message) bool { return m.TS == ts })
 	var best []Message
-	most := -1
+	most := -1.0
 	for i := max(0, a-p+1); i <= a; i++ {
 		w := list[i:min(i+p, len(list))]
-		if n := t.countWatched(w); n > most {
-			best, most = w, n
+		if v := t.watchedValue(w, ts); v > most {
+			best, most = w, v
 		}
 	}
 	return best
 }
 
-// countWatched returns how many of msgs are watched.
-func (t *tick) countWatched(msgs []Message) int {
-	n := 0
+// watchedValue is the staleness a read of msgs fixes in the watched class: the ages,
+// in seconds, of those of them watched and due (the anchor, ts, counts as due). A
+// count of the watched messages instead made a window over the part of a cluster
+// read a tick ago as good as one reaching the rest, the earliest of equals won, and a
+// cluster of two pages was read one new message a call.
+func (t *tick) watchedValue(msgs []Message, anchor TS) float64 {
+	now := t.now()
+	v := 0.0
 	for i := range msgs {
-		if t.isWatched(Ref{msgs[i].Channel, msgs[i].TS}) {
-			n++
+		m := &msgs[i]
+		if t.isWatched(Ref{m.Channel, m.TS}) && (m.TS == anchor || t.historyDue(m)) {
+			v += t.age(m, now).Seconds()
 		}
 	}
-	return n
+	return v
 }
 
 // readRange re-reads a tail range: conversations.history from oldest to latest,
