@@ -222,8 +222,8 @@ func BenchmarkTimelineTile(b *testing.B) {
 			for b.Loop() {
 				err := s.View(func(tx readmodel.Tx) error {
 					tile, err := tx.TimelineTile("C1", newest, 15)
-					if err == nil && (len(tile) == 0 || tile[len(tile)-1].TS != newest) {
-						err = fmt.Errorf("tile %d messages, not ending at the newest", len(tile))
+					if err == nil && (len(tile.Messages) == 0 || tile.Messages[len(tile.Messages)-1].TS != newest) {
+						err = fmt.Errorf("tile %d messages, not ending at the newest", len(tile.Messages))
 					}
 					return err
 				})

@@ -260,13 +260,13 @@ func (t *tx) TimelineBefore(channel string, latest readmodel.TS, n int) ([]readm
 // walk to ts reads keys and flag bytes only; the tile's messages are decoded from its
 // first key. A record that cannot be decoded keeps its number (it is still in the
 // timeline Slack returns) and is left out of the tile.
-func (t *tx) TimelineTile(channel string, ts readmodel.TS, size int) ([]readmodel.Message, error) {
+func (t *tx) TimelineTile(channel string, ts readmodel.TS, size int) (readmodel.Tile, error) {
 	if err := checkTS("ts", ts); err != nil {
-		return nil, err
+		return readmodel.Tile{}, err
 	}
 	cb, err := t.channel(channel, false)
 	if err != nil || cb == nil || size <= 0 {
-		return nil, err
+		return readmodel.Tile{}, err
 	}
 	tk := ts.Key()
 	c := cb.msgs.Cursor()
@@ -287,23 +287,24 @@ func (t *tx) TimelineTile(channel string, ts readmodel.TS, size int) ([]readmode
 		}
 	}
 	if !found {
-		return nil, nil
+		return readmodel.Tile{}, nil
 	}
-	var out []readmodel.Message
+	tile := readmodel.Tile{Oldest: readmodel.TS(keyString(start))}
 	left := size
 	for k, v := c.Seek(start); k != nil && left > 0; k, v = c.Next() {
 		if !inTimeline(v) {
 			continue
 		}
 		left--
+		tile.Latest = readmodel.TS(keyString(k))
 		m, err := decodeMessage(channel, v)
 		if err != nil {
 			t.addMessage(channel, k, err)
 			continue
 		}
-		out = append(out, m)
+		tile.Messages = append(tile.Messages, m)
 	}
-	return out, nil
+	return tile, nil
 }
 
 // inTimeline reports whether a record may be a timeline message: only a value whose

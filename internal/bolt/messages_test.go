@@ -376,8 +376,8 @@ func TestReturnedValuesOutliveTheTransaction(t *testing.T) {
 }
 
 // Tiles are numbered from the channel's oldest timeline message, replies not counted;
-// an undecodable message keeps its number and is left out; a ts that is not a stored
-// timeline message has no tile.
+// an undecodable message keeps its number and is left out of the messages, not of the
+// bounds; a ts that is not a stored timeline message has no tile.
 func TestTimelineTile(t *testing.T) {
 	s := openTemp(t)
 	var ms []readmodel.Message
@@ -394,20 +394,25 @@ func TestTimelineTile(t *testing.T) {
 		t.Fatal(err)
 	}
 	cases := []struct {
-		ts   readmodel.TS
-		size int
-		want []readmodel.TS
+		ts             readmodel.TS
+		size           int
+		want           []readmodel.TS
+		oldest, latest readmodel.TS
 	}{
-		{"1700000010.000000", 3, []readmodel.TS{"1700000010.000000", "1700000011.000000", "1700000012.000000"}},
-		{"1700000012.000000", 3, []readmodel.TS{"1700000010.000000", "1700000011.000000", "1700000012.000000"}},
+		{"1700000010.000000", 3, []readmodel.TS{"1700000010.000000", "1700000011.000000", "1700000012.000000"}, "1700000010.000000", "1700000012.000000"},
+		{"1700000012.000000", 3, []readmodel.TS{"1700000010.000000", "1700000011.000000", "1700000012.000000"}, "1700000010.000000", "1700000012.000000"},
 		// The second tile holds 13, 14 (undecodable, left out) and 15.
-		{"1700000013.000000", 3, []readmodel.TS{"1700000013.000000", "1700000015.000000"}},
-		{"1700000016.000000", 3, []readmodel.TS{"1700000016.000000"}},
-		{"1700000016.000000", 4, []readmodel.TS{"1700000015.000000", "1700000016.000000"}},
-		{"1700000016.000000", 999, []readmodel.TS{"1700000010.000000", "1700000011.000000", "1700000012.000000", "1700000013.000000", "1700000015.000000", "1700000016.000000"}},
-		{"1700000011.500000", 3, nil}, // a reply
-		{"1700000012.500000", 3, nil}, // not stored
-		{"1700000099.000000", 3, nil}, // past the newest
+		{"1700000013.000000", 3, []readmodel.TS{"1700000013.000000", "1700000015.000000"}, "1700000013.000000", "1700000015.000000"},
+		{"1700000016.000000", 3, []readmodel.TS{"1700000016.000000"}, "1700000016.000000", "1700000016.000000"},
+		// 14, undecodable, is the first of this tile: its bound still.
+		{"1700000016.000000", 4, []readmodel.TS{"1700000015.000000", "1700000016.000000"}, "1700000014.000000", "1700000016.000000"},
+		{"1700000012.000000", 2, []readmodel.TS{"1700000012.000000", "1700000013.000000"}, "1700000012.000000", "1700000013.000000"},
+		// 14, undecodable, is the last of this one.
+		{"1700000013.000000", 5, []readmodel.TS{"1700000010.000000", "1700000011.000000", "1700000012.000000", "1700000013.000000"}, "1700000010.000000", "1700000014.000000"},
+		{"1700000016.000000", 999, []readmodel.TS{"1700000010.000000", "1700000011.000000", "1700000012.000000", "1700000013.000000", "1700000015.000000", "1700000016.000000"}, "1700000010.000000", "1700000016.000000"},
+		{"1700000011.500000", 3, nil, "", ""}, // a reply
+		{"1700000012.500000", 3, nil, "", ""}, // not stored
+		{"1700000099.000000", 3, nil, "", ""}, // past the newest
 	}
 	view(t, s, func(tx readmodel.Tx) error {
 		for _, c := range cases {
@@ -415,11 +420,12 @@ func TestTimelineTile(t *testing.T) {
 			if err != nil {
 				t.Fatalf("TimelineTile(%s, %d): %v", c.ts, c.size, err)
 			}
-			if !slices.Equal(tsList(got), c.want) {
-				t.Errorf("TimelineTile(%s, %d) = %v, want %v", c.ts, c.size, tsList(got), c.want)
+			if !slices.Equal(tsList(got.Messages), c.want) || got.Oldest != c.oldest || got.Latest != c.latest {
+				t.Errorf("TimelineTile(%s, %d) = %v from %s to %s, want %v from %s to %s", c.ts, c.size,
+					tsList(got.Messages), got.Oldest, got.Latest, c.want, c.oldest, c.latest)
 			}
 		}
-		if got, err := tx.TimelineTile("C9", "1700000010.000000", 3); got != nil || err != nil {
+		if got, err := tx.TimelineTile("C9", "1700000010.000000", 3); got.Messages != nil || got.Oldest != "" || err != nil {
 			t.Errorf("TimelineTile of an unknown channel = %v, %v; want nothing", got, err)
 		}
 		return nil

@@ -227,6 +227,20 @@ func (t *tx) writeChunks(b *bolt.Bucket, prefix, oldKey []byte, items []tailItem
 // returned or skipped (and at most one partly read chunk of tailChunkMax entries).
 // RotatedAt in the result is in UTC at nanosecond precision.
 func (t *tx) TailOldest(n int, skip func(readmodel.TailEntry) bool) ([]readmodel.TailEntry, error) {
+	return t.tailFrom(0, n, skip)
+}
+
+// TailAfter is TailOldest from the first entry polled after at (at nanosecond
+// precision), at the same cost. It seeks rather than walking back from the end:
+// bbolt's Cursor.Last loops forever once a transaction has emptied every leaf of a
+// bucket (see TestTailRepollWholeStore).
+func (t *tx) TailAfter(at time.Time, n int, skip func(readmodel.TailEntry) bool) ([]readmodel.TailEntry, error) {
+	return t.tailFrom(polledKey(at)+1, n, skip)
+}
+
+// tailFrom walks the tail index from the first group polled at from (a polledKey) or
+// later.
+func (t *tx) tailFrom(from uint64, n int, skip func(readmodel.TailEntry) bool) ([]readmodel.TailEntry, error) {
 	if n <= 0 {
 		return nil, nil
 	}
@@ -239,7 +253,7 @@ func (t *tx) TailOldest(n int, skip func(readmodel.TailEntry) bool) ([]readmodel
 	}
 	out := make([]readmodel.TailEntry, 0, min(n, 64))
 	c := b.Cursor()
-	for k, v := c.First(); k != nil && len(out) < n; k, v = c.Next() {
+	for k, v := c.Seek(binary.BigEndian.AppendUint64(nil, from)); k != nil && len(out) < n; k, v = c.Next() {
 		if len(k) < 8+1+1+tsKeyLen || k[len(k)-tsKeyLen-1] != 0 {
 			return nil, fmt.Errorf("store: malformed tail chunk key %x", k)
 		}

@@ -291,3 +291,43 @@ func TestTailOrdersThreadParentsByThreadSync(t *testing.T) {
 		return nil
 	})
 }
+
+// TailAfter starts past the entries polled at or before its time and never returns a
+// never-polled one: it is how the rotation finds entries read "in the future".
+func TestTailAfterStartsPastTheTime(t *testing.T) {
+	s := openTemp(t)
+	putAll(t, s,
+		polledMsg("C1", "1718906001.000000", at(300)),
+		polledMsg("C1", "1718906002.000000", nil),
+		polledMsg("C2", "1718906003.000000", at(100)),
+		polledMsg("C1", "1718906004.000000", at(200)),
+		polledMsg("C1", "1718906005.000000", at(100)),
+	)
+	view(t, s, func(tx readmodel.Tx) error {
+		for _, c := range []struct {
+			after int64
+			want  []string
+		}{
+			{99, []string{"C1/1718906005.000000", "C2/1718906003.000000", "C1/1718906004.000000", "C1/1718906001.000000"}},
+			{100, []string{"C1/1718906004.000000", "C1/1718906001.000000"}},
+			{250, []string{"C1/1718906001.000000"}},
+			{300, []string{}},
+		} {
+			got, err := tx.TailAfter(*at(c.after), 10, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(c.want, tailRefs(got)); diff != "" {
+				t.Errorf("TailAfter(at(%d)) (-want +got):\n%s", c.after, diff)
+			}
+		}
+		got, err := tx.TailAfter(*at(99), 1, func(e readmodel.TailEntry) bool { return e.Channel == "C1" })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]string{"C2/1718906003.000000"}, tailRefs(got)); diff != "" {
+			t.Errorf("TailAfter(at(99), 1, skip C1) (-want +got):\n%s", diff)
+		}
+		return nil
+	})
+}

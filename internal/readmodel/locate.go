@@ -37,6 +37,14 @@ func (t *tick) locate(ref Ref) error {
 	t.mu.Lock()
 	delete(t.p.unlocated, ref)
 	t.mu.Unlock()
+	// An answer that leaves the placeholder unread lets it go back to the tail, where
+	// never read, it is the stalest of all: without a backoff it anchored a range on
+	// every tick, which queued it here again, and the rest of the tail waited.
+	unread := func() {
+		t.mu.Lock()
+		t.backOffLocked(ref)
+		t.mu.Unlock()
+	}
 	if err != nil {
 		if ends(err) {
 			return err
@@ -48,11 +56,13 @@ func (t *tick) locate(ref Ref) error {
 			return t.conversationFailed(ref.Channel, err)
 		}
 		t.skip("%s/%s: finding its thread: %v", ref.Channel, ref.TS, err)
+		unread()
 		return nil
 	}
 	for _, s := range page.Skipped {
 		if s.TS == ref.TS || s.TS == "" {
 			t.skip("%s/%s: finding its thread: undecodable: %s", ref.Channel, ref.TS, s.Err)
+			unread()
 			return nil
 		}
 	}
@@ -81,6 +91,7 @@ func (t *tick) locate(ref Ref) error {
 		// Slack named a thread (its parent, at least) that could not be decoded: not
 		// an answer of absence. The placeholder stays unread and is found again.
 		t.skip("%s/%s: finding its thread: undecodable: %s", ref.Channel, ref.TS, joinErrs(page.Skipped))
+		unread()
 		return nil
 	default:
 		return t.p.w.markGone(ref, t.now())

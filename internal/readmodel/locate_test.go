@@ -2,6 +2,7 @@ package readmodel_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -266,4 +267,51 @@ func (s signalRange) History(ctx context.Context, req rm.HistoryRequest) (rm.Pag
 		defer s.done()
 	}
 	return p, err
+}
+
+// A tracked reply whose locate answers keep coming back with an undecodable parent is
+// left unread, and so stays the stalest message of the tail (never read). It must not
+// anchor a range on every tick: it did, because its range handed it to locate (no
+// backoff for a message waiting for locate) and locate's undecodable answer let it go
+// again, so with one history call a tick the tile above it was never read.
+func TestAReplyWhoseParentCannotBeDecodedDoesNotTakeEveryTailCall(t *testing.T) {
+	src := newStub()
+	src.addChannel(ch)
+	parent, _, r2 := oldThread(src)
+	src.pageSize = 15
+	var others []rm.TS
+	for i := range 29 { // with r2, two tiles of 15; all older than the bulk window
+		m := msg(ch, rm.TS(fmt.Sprintf("%d.000100", 1718907000+10*i)), "U1", "old")
+		src.post(m)
+		others = append(others, m.TS)
+	}
+	faulty := &badParentOnLocate{stubSource: src, parent: parent, faulty: true}
+	store := openStore(t)
+	clock := &fixedClock{t: epoch}
+	for _, ts := range append([]rm.TS{r2}, others...) {
+		if err := rm.Track(store, ch, ts, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := rm.NewPoller(store, faulty, rm.PollerConfig{Conversations: []string{ch}, Now: clock.Now,
+		Budget: rm.Budget{HistoryCalls: 1, RepliesCalls: 1, UsersInfoCalls: 10}})
+	for range 30 {
+		mustTick(t, p)
+		clock.Advance(time.Minute)
+	}
+	// Two tiles at one call a tick, less the head reads': every message is read
+	// within the last 8 ticks.
+	since := clock.Now().Add(-8 * time.Minute)
+	var stale []rm.TS
+	for _, ts := range others {
+		if m := getMsg(t, store, ch, ts); m.LastPolledAt == nil || m.LastPolledAt.Before(since) {
+			stale = append(stale, ts)
+		}
+	}
+	if len(stale) > 0 {
+		t.Errorf("%d of 29 tracked messages not read in the last 8 of 30 one-call ticks: %v (tail ranges read: %v)", len(stale), stale, rangesRead(src.calls))
+	}
+	if m := getMsg(t, store, ch, r2); m.MissingSince != nil {
+		t.Errorf("tracked reply marked missing: %+v", m)
+	}
 }

@@ -168,6 +168,21 @@ type Poller struct {
 	// for: only history can tell a deleted message from a tombstone, so they rotate
 	// there. Lost on restart, which costs one reactions.get call each.
 	noReactions map[Ref]bool
+	// rangeResume holds, per conversation, the tail range whose read a tick's end
+	// cut between pages, and the cursor to go on from (see tick.readRange). Lost on
+	// restart, which costs that range's first pages once more.
+	rangeResume map[string]rangeCut
+}
+
+// rangeCut is a tail range read up to cursor: the request to go on with, and the
+// last_polled_at of the range's due messages before the read began (the pages read
+// advanced some of them: compared with times taken when it goes on, they would look
+// stuck and back off).
+type rangeCut struct {
+	oldest, latest TS
+	limit          int
+	cursor         string
+	before         map[Ref]*time.Time
 }
 
 // backoff is a tail entry's run of reads that advanced nothing.
@@ -183,7 +198,7 @@ func NewPoller(store Store, src Source, cfg PollerConfig) *Poller {
 		store: store, src: obs, obs: obs, cfg: cfg, log: cfg.Logger,
 		w:            &writer{store: store, feed: cfg.Feed, now: cfg.Now, onChanges: cfg.OnChanges},
 		pendingUsers: map[string]struct{}{}, unlocated: map[Ref]bool{},
-		tailBackoff: map[Ref]backoff{}, arrivals: map[string]float64{}, noReactions: map[Ref]bool{},
+		tailBackoff: map[Ref]backoff{}, rangeResume: map[string]rangeCut{}, arrivals: map[string]float64{}, noReactions: map[Ref]bool{},
 	}
 }
 

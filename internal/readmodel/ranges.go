@@ -1,6 +1,8 @@
 package readmodel
 
 import (
+	"cmp"
+	"errors"
 	"slices"
 	"time"
 )
@@ -12,9 +14,10 @@ type span struct {
 	ch             string
 	oldest, latest TS
 	anchor         Ref
-	// refs are the stored timeline messages the range covers; due those of them
-	// the rotation wanted.
+	// refs are the stored timeline messages the range covers; dueRefs (due in
+	// number) those of them the rotation wanted, the anchor among them.
 	refs    []Ref
+	dueRefs []Ref
 	due     int
 	watched int
 	value   float64 // the staleness it fixes: the due messages' ages, in seconds
@@ -108,30 +111,32 @@ func (t *tick) tailAnchor() (Message, bool, error) {
 // best found. Taking the first accepted entry instead would spend a history call on
 // a parent whose thread alone is stale (and a replies call on a thread whose parent
 // alone is): a call that fixes little, and a range read out of its turn.
+//
+// Entries placed in the future (read while the clock was ahead; it has been set back
+// since) sit at the index's end, after every entry read since: unless a never-read
+// one comes first, they are looked for there (Tx.TailAfter now). A walk from the
+// start alone stopped long before them, and left them unread until the clock caught
+// up with their read times.
 func (t *tick) stalestInTail(take func(*Message) bool, readAt func(*Message) *time.Time) (Message, bool, error) {
 	now := t.now()
 	var best Message
 	var bestAt time.Time // zero: never read
 	var ok bool
+	future := func(e TailEntry) bool { return e.RotatedAt != nil && e.RotatedAt.After(now) }
 	err := t.p.store.View(func(tx Tx) error {
 		var ierr error
-		_, err := tx.TailOldest(1, func(e TailEntry) bool {
-			if ierr != nil {
-				return true
-			}
-			if ok && (bestAt.IsZero() || e.RotatedAt != nil && !e.RotatedAt.After(now) && !e.RotatedAt.Before(bestAt)) {
-				return false // nothing further on is older: end the walk
-			}
+		// consider reads e's message and keeps it if it is the stalest so far.
+		consider := func(e TailEntry) {
 			if !t.isEligible(e.Channel) {
-				return true
+				return
 			}
 			m, has, err := tx.Message(e.Channel, e.TS)
 			if err != nil {
 				ierr = err
-				return true
+				return
 			}
 			if !has || !take(&m) {
-				return true
+				return
 			}
 			var at time.Time
 			if r := readAt(&m); r != nil && !r.After(now) {
@@ -140,12 +145,25 @@ func (t *tick) stalestInTail(take func(*Message) bool, readAt func(*Message) *ti
 			if !ok || at.Before(bestAt) {
 				best, bestAt, ok = m, at, true
 			}
+		}
+		_, err := tx.TailOldest(1, func(e TailEntry) bool {
+			if ierr != nil || future(e) || ok && (bestAt.IsZero() || e.RotatedAt != nil && !e.RotatedAt.Before(bestAt)) {
+				return false // nothing further on is older, or the future part: end the walk
+			}
+			consider(e)
 			return true
 		})
-		if err != nil {
-			return err
+		if err != nil || ierr != nil || ok && bestAt.IsZero() {
+			return cmp.Or(err, ierr)
 		}
-		return ierr
+		_, err = tx.TailAfter(now, 1, func(e TailEntry) bool {
+			if ierr != nil || ok && bestAt.IsZero() {
+				return false // end the walk
+			}
+			consider(e)
+			return true
+		})
+		return cmp.Or(err, ierr)
 	})
 	return best, ok, storeErr(err)
 }
@@ -188,15 +206,16 @@ func (t *tick) stalestOf(set map[Ref]bool, take func(*Message) bool, older func(
 // pickRange chooses the tail range that contains anchor: the anchor's tile, the page
 // of consecutive stored timeline messages that Tx.TimelineTile numbers from the
 // conversation's oldest (with watchedFirst, the window of a page that contains the
-// anchor and the most watched messages, when it holds more than the tile: the watched
-// class's share). Tiles are fixed by the store's contents, not by when their messages
+// anchor and fixes the most watched staleness, when it fixes more than the tile: the
+// watched class's share). Tiles are fixed by the store's contents, not by when their messages
 // were last read: a rotation reads each tile whole once, whatever else (thread reads
 // refreshing parents, head reads, watched ranges) refreshed parts of it meanwhile.
 // Ranges cut by read times drifted after such refreshes and overlapped their
 // neighbours, an extra call per rotation.
 func (t *tick) pickRange(anchor Message, watchedFirst bool) (span, error) {
 	p := t.pageSize()
-	var tile, near []Message
+	var tile Tile
+	var near []Message
 	err := t.p.store.View(func(tx Tx) error {
 		var err error
 		if tile, err = tx.TimelineTile(anchor.Channel, anchor.TS, p); err != nil || !watchedFirst {
@@ -208,21 +227,27 @@ func (t *tick) pickRange(anchor Message, watchedFirst bool) (span, error) {
 	if err != nil {
 		return span{}, storeErr(err)
 	}
-	list := tile
-	if !slices.ContainsFunc(tile, func(m Message) bool { return m.TS == anchor.TS }) {
+	list := tile.Messages
+	// The tile's bounds, not its first and last decodable messages: a stored record
+	// that cannot be decoded at its edge is read again with it.
+	oldest, latest := tile.Oldest, tile.Latest
+	if !slices.ContainsFunc(list, func(m Message) bool { return m.TS == anchor.TS }) {
 		// Not in the timeline (a placeholder is), or undecodable: read it alone.
 		list = []Message{anchor}
+		oldest, latest = anchor.TS, anchor.TS
 	} else if watchedFirst {
-		if w := t.mostWatched(near, anchor.TS, p); t.countWatched(w) > t.countWatched(tile) {
+		if w := t.mostWatched(near, anchor.TS, p); t.watchedValue(w, anchor.TS) > t.watchedValue(list, anchor.TS) {
 			list = w
+			oldest, latest = w[0].TS, w[len(w)-1].TS
 		}
 	}
 	now := t.now()
-	sp := span{ch: anchor.Channel, oldest: list[0].TS, latest: list[len(list)-1].TS, anchor: Ref{anchor.Channel, anchor.TS}}
+	sp := span{ch: anchor.Channel, oldest: oldest, latest: latest, anchor: Ref{anchor.Channel, anchor.TS}}
 	for i := range list {
 		m := &list[i]
 		sp.refs = append(sp.refs, Ref{m.Channel, m.TS})
 		if m.TS == anchor.TS || t.historyDue(m) {
+			sp.dueRefs = append(sp.dueRefs, Ref{m.Channel, m.TS})
 			sp.due++
 			sp.value += t.age(m, now).Seconds()
 			if t.isWatched(Ref{m.Channel, m.TS}) {
@@ -257,29 +282,36 @@ func (t *tick) around(tx Tx, anchor Message, n int) ([]Message, error) {
 }
 
 // mostWatched returns the window of p consecutive messages of list containing the
-// message ts with the most watched messages, the earliest of equals.
+// message ts that fixes the most watched staleness (watchedValue), the earliest of
+// equals.
 func (t *tick) mostWatched(list []Message, ts TS, p int) []Message {
 	a := slices.IndexFunc(list, func(m Message) bool { return m.TS == ts })
 	var best []Message
-	most := -1
+	most := -1.0
 	for i := max(0, a-p+1); i <= a; i++ {
 		w := list[i:min(i+p, len(list))]
-		if n := t.countWatched(w); n > most {
-			best, most = w, n
+		if v := t.watchedValue(w, ts); v > most {
+			best, most = w, v
 		}
 	}
 	return best
 }
 
-// countWatched returns how many of msgs are watched.
-func (t *tick) countWatched(msgs []Message) int {
-	n := 0
+// watchedValue is the staleness a read of msgs fixes in the watched class: the ages,
+// in seconds, of those of them watched and due (the anchor, ts, counts as due). A
+// count of the watched messages instead made a window over the part of a cluster
+// read a tick ago as good as one reaching the rest, the earliest of equals won, and a
+// cluster of two pages was read one new message a call.
+func (t *tick) watchedValue(msgs []Message, anchor TS) float64 {
+	now := t.now()
+	v := 0.0
 	for i := range msgs {
-		if t.isWatched(Ref{msgs[i].Channel, msgs[i].TS}) {
-			n++
+		m := &msgs[i]
+		if t.isWatched(Ref{m.Channel, m.TS}) && (m.TS == anchor || t.historyDue(m)) {
+			v += t.age(m, now).Seconds()
 		}
 	}
-	return n
+	return v
 }
 
 // readRange re-reads a tail range: conversations.history from oldest to latest,
@@ -293,13 +325,27 @@ func (t *tick) readRange(sp *span) error {
 	t.mu.Lock()
 	t.tried[sp.anchor] = true
 	t.mu.Unlock()
-	before, _, err := t.message(sp.anchor)
+	before, err := t.readTimes(sp.dueRefs)
 	if err != nil {
 		return err
 	}
 	req := HistoryRequest{Channel: sp.ch, Oldest: sp.oldest, Latest: sp.latest, Inclusive: true, Limit: t.pageSize()}
 	seen := map[TS]bool{}
 	provable, complete, learned := true, false, false
+	t.mu.Lock()
+	cut, resumed := t.p.rangeResume[sp.ch]
+	delete(t.p.rangeResume, sp.ch)
+	t.mu.Unlock()
+	if resumed && cut.oldest == sp.oldest && cut.latest == sp.latest && cut.limit == req.Limit {
+		// The pages before cursor were read by an earlier tick: this read cannot
+		// prove a message absent, but it reaches the range's oldest messages.
+		req.Cursor, provable = cut.cursor, false
+		for r, at := range cut.before {
+			if _, due := before[r]; due {
+				before[r] = at
+			}
+		}
+	}
 	for {
 		var page Page
 		started := t.now()
@@ -309,6 +355,17 @@ func (t *tick) readRange(sp *span) error {
 		})
 		if err != nil {
 			if ends(err) {
+				if req.Cursor != "" && errors.Is(err, errStreamStop) {
+					// Cut between pages by the tick's end (cap, soft deadline): the
+					// next read of the range goes on from here. Begun again, it
+					// would read the same newest page (Slack's order) and end at
+					// the same place, tick after tick: the oldest messages of the
+					// range never read, its anchor never reached, and the calls
+					// of every other range spent on it.
+					t.mu.Lock()
+					t.p.rangeResume[sp.ch] = rangeCut{sp.oldest, sp.latest, req.Limit, req.Cursor, before}
+					t.mu.Unlock()
+				}
 				t.countRange(sp, seen, false)
 				return err
 			}
@@ -366,7 +423,7 @@ func (t *tick) readRange(sp *span) error {
 	if learned {
 		return nil // sized for a larger page: the anchor was not reached, not failed
 	}
-	return t.noteProgress(sp.anchor, &before)
+	return t.noteProgress(before)
 }
 
 // inSpan keeps the messages of a page inside the range: Slack honours oldest and
@@ -408,27 +465,72 @@ func (t *tick) message(ref Ref) (Message, bool, error) {
 	return m, ok, storeErr(err)
 }
 
-// noteProgress backs off a tail entry whose read advanced nothing — still in the
-// rotation and not read since before (an undecodable message, a failing read) — for 2,
-// 4, … up to 64 ticks, so that it cannot take a history call on every tick; a read
-// that advances it ends the backoff. before is the message as stored before the read.
-func (t *tick) noteProgress(ref Ref, before *Message) error {
-	m, ok, err := t.message(ref)
+// readTimes returns the stored last_polled_at of each of refs (nil: never read, or
+// not stored).
+func (t *tick) readTimes(refs []Ref) (map[Ref]*time.Time, error) {
+	out := make(map[Ref]*time.Time, len(refs))
+	err := t.p.store.View(func(tx Tx) error {
+		for _, r := range refs {
+			m, _, err := tx.Message(r.Channel, r.TS)
+			if err != nil {
+				return err
+			}
+			out[r] = m.LastPolledAt
+		}
+		return nil
+	})
+	return out, storeErr(err)
+}
+
+// noteProgress backs off each tail entry of a range read (before: their last_polled_at
+// before it) that the read advanced nothing for — still in the rotation and not read
+// since (an undecodable message, a failing read) — for 2, 4, … up to 64 ticks, so that
+// it cannot take a history call on every tick; a read that advances it ends the
+// backoff. All of the range's due entries are noted, not its anchor alone: after a
+// failed read each of them, the stalest in turn, anchored the same range again, as
+// many calls in a tick as the tile has messages.
+func (t *tick) noteProgress(before map[Ref]*time.Time) error {
+	now := map[Ref]Message{}
+	err := t.p.store.View(func(tx Tx) error {
+		for r := range before {
+			m, ok, err := tx.Message(r.Channel, r.TS)
+			if err != nil {
+				return err
+			}
+			if ok {
+				now[r] = m
+			}
+		}
+		return nil
+	})
 	if err != nil {
-		return err
+		return storeErr(err)
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	stuck := ok && m.IsTracked() && !t.p.unlocated[ref] && sameTime(m.LastPolledAt, before.LastPolledAt)
-	if !stuck {
-		delete(t.p.tailBackoff, ref)
-		return nil
+	for ref, was := range before {
+		m, ok := now[ref]
+		stuck := ok && m.IsTracked() && sameTime(m.LastPolledAt, was)
+		switch {
+		case !stuck:
+			delete(t.p.tailBackoff, ref)
+		case !t.p.unlocated[ref]:
+			t.backOffLocked(ref)
+		}
+		// Waiting for locate, it keeps its run: locate backs it off again if its
+		// answer leaves it unread, and ending the run here would hold that backoff
+		// at 2 ticks.
 	}
+	return nil
+}
+
+// backOffLocked lengthens ref's run of tail reads that advanced nothing: it is
+// skipped for 2, 4, … up to 64 ticks. t.mu must be held.
+func (t *tick) backOffLocked(ref Ref) {
 	b := t.p.tailBackoff[ref]
 	b.fails++
 	b.until = t.p.tickNo + 1<<min(b.fails, 6)
 	t.p.tailBackoff[ref] = b
-	return nil
 }
 
 func sameTime(a, b *time.Time) bool {

@@ -55,16 +55,20 @@ type Tx interface {
 	// TimelineBefore returns up to n timeline messages of the channel with ts < latest,
 	// newest first. Use it in View transactions.
 	TimelineBefore(channel string, latest TS, n int) ([]Message, error)
-	// TimelineTile returns the tile of the channel's timeline that holds ts, ascending
-	// by ts: the timeline messages numbered from the channel's oldest stored one (0)
-	// are cut into tiles of size, tile k holding numbers k×size to k×size+size−1. It
-	// returns nil when ts is not a stored timeline message. Its cost grows with the
+	// TimelineTile returns the tile of the channel's timeline that holds ts: the
+	// timeline messages numbered from the channel's oldest stored one (0) are cut into
+	// tiles of size, tile k holding numbers k×size to k×size+size−1. It returns the
+	// zero Tile when ts is not a stored timeline message. Its cost grows with the
 	// number of records below ts, not with size.
-	TimelineTile(channel string, ts TS, size int) ([]Message, error)
+	TimelineTile(channel string, ts TS, size int) (Tile, error)
 	// TailOldest returns up to n tracked messages least recently rotated first (by
 	// RotatedAt, never first; ties by channel then ts), skipping those for which skip returns
 	// true. Its cost grows with n and the skipped entries, not with the store size.
 	TailOldest(n int, skip func(TailEntry) bool) ([]TailEntry, error)
+	// TailAfter is TailOldest from the first entry whose RotatedAt is after at: the
+	// entries read later than at (in the future, when at is now), least recently
+	// rotated first. Its cost is TailOldest's.
+	TailAfter(at time.Time, n int, skip func(TailEntry) bool) ([]TailEntry, error)
 	// Counts returns, for one channel, the number of stored message records, of thread
 	// parents with a stored reply set, and of tracked messages.
 	Counts(channel string) (ChannelCounts, error)
@@ -137,6 +141,17 @@ type Tx interface {
 type TailEntry struct {
 	Ref
 	RotatedAt *time.Time
+}
+
+// Tile is one tile of a conversation's timeline (Tx.TimelineTile).
+type Tile struct {
+	// Messages are the tile's messages, ascending by ts; a stored record that cannot
+	// be decoded keeps its number but is not among them.
+	Messages []Message
+	// Oldest and Latest are the ts of the tile's first and last numbered records,
+	// decodable or not: a range over the tile must cover those it could not decode,
+	// or no read would ever replace them.
+	Oldest, Latest TS
 }
 
 // ChannelCounts are per-conversation totals for status.

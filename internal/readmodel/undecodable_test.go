@@ -1,11 +1,13 @@
 package readmodel_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
 	bbolt "go.etcd.io/bbolt"
 
+	boltstore "github.com/slackpoll/slackpoll/internal/bolt"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 )
 
@@ -37,5 +39,41 @@ func TestUndecodableStoredMessageDoesNotStopTheTick(t *testing.T) {
 		return nil
 	}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A stored message that no longer decodes at a tile's edge is read again too: tiles
+// number it (it is in Slack's timeline) but leave it out of the tile, and a range
+// from the tile's first decodable message to its last did not cover it, so no range
+// ever read it again and it stayed undecodable for good.
+func TestUndecodableStoredMessageAtATileEdgeIsReadAgain(t *testing.T) {
+	for _, edge := range []int{15, 29} { // the first and the last of the middle tile
+		src, store, clock, tss := tiledStore(t)
+		p := rm.NewPoller(store, src, rm.PollerConfig{Conversations: []string{ch}, Now: clock.Now,
+			Budget: rm.Budget{HistoryCalls: 1, RepliesCalls: 1, UsersInfoCalls: 10}})
+		mustTick(t, p) // learns the page cap
+		clock.Advance(time.Minute)
+		k := tss[edge].Key()
+		err := store.(*boltstore.Store).DB().Update(func(btx *bbolt.Tx) error {
+			return btx.Bucket([]byte("chan")).Bucket([]byte(ch)).Bucket([]byte("m")).Put(k[:], []byte{2, 0xff, 0xff})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 12 { // four rotations of the three tiles at one call a tick
+			mustTick(t, p)
+			clock.Advance(time.Minute)
+		}
+		var got rm.Message
+		if err := store.View(func(tx rm.Tx) error {
+			var err error
+			got, _, err = tx.Message(ch, tss[edge])
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if got.Text != fmt.Sprint("m", edge) {
+			t.Errorf("message %d = %+v after 12 one-call ticks, want it read again", edge, got)
+		}
 	}
 }

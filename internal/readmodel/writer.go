@@ -27,13 +27,9 @@ type writer struct {
 func (w *writer) update(fn func(Tx) error) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	now := time.Now
-	if w.now != nil {
-		now = w.now
-	}
 	var last uint64
 	err := w.store.Update(func(tx Tx) error {
-		ftx := newFeedTx(tx, &w.feed, now())
+		ftx := newFeedTx(tx, &w.feed, w.clock())
 		if err := fn(ftx); err != nil {
 			return err
 		}
@@ -45,6 +41,23 @@ func (w *writer) update(fn func(Tx) error) error {
 		w.onChanges(last)
 	}
 	return storeErr(err)
+}
+
+func (w *writer) clock() time.Time {
+	if w.now != nil {
+		return w.now()
+	}
+	return time.Now()
+}
+
+// newer reports whether a stored read time is newer than a read made at: after it,
+// and not after the clock now. A stored time in the future was taken with the clock
+// ahead (it has since been set back): no read of this process can be newer than the
+// clock, so it is of unknown age, not newer; taken as newer, it turned away every
+// read of the message until the clock caught up with it, for as long as the clock
+// had been ahead.
+func (w *writer) newer(stored *time.Time, at time.Time) bool {
+	return stored != nil && stored.After(at) && !stored.After(w.clock())
 }
 
 // applied is one message as stored after a read, with what the read implies next.
@@ -77,7 +90,7 @@ func (w *writer) applyReads(msgs []Message, id *Identity, started time.Time) ([]
 			var prev *Message
 			if had {
 				prev = &old
-				if old.LastPolledAt != nil && old.LastPolledAt.After(started) {
+				if w.newer(old.LastPolledAt, started) {
 					continue // a newer read is stored
 				}
 			}
@@ -191,9 +204,9 @@ func (w *writer) writeThread(parent Ref, latestReply TS, r *threadRead, id *Iden
 		// newer; and a parent read since then that saw another latest_reply says this
 		// thread read is older than what the store holds (the next read of the parent
 		// queues the thread again).
-		newerParent := ok && p.LastPolledAt != nil && p.LastPolledAt.After(now)
+		newerParent := ok && w.newer(p.LastPolledAt, now)
 		switch {
-		case ok && p.ThreadSyncedAt != nil && p.ThreadSyncedAt.After(now):
+		case ok && w.newer(p.ThreadSyncedAt, now):
 			return nil
 		case newerParent && r.parent != nil && p.LatestReply != r.parent.LatestReply:
 			return nil
@@ -225,7 +238,7 @@ func (w *writer) writeThread(parent Ref, latestReply TS, r *threadRead, id *Iden
 			if err != nil {
 				return err
 			}
-			if had && old.LastPolledAt != nil && old.LastPolledAt.After(now) {
+			if had && w.newer(old.LastPolledAt, now) {
 				continue // read again since (reactions.get): the newer read stays
 			}
 			m, err := applyRead(tx, read, id, now)
