@@ -14,12 +14,10 @@ type span struct {
 	ch             string
 	oldest, latest TS
 	anchor         Ref
-	// refs are the stored timeline messages the range covers; dueRefs (due in
-	// number) those of them the rotation wanted, the anchor among them.
+	// refs are the stored timeline messages the range covers; dueRefs those of them
+	// the rotation wanted, the anchor among them.
 	refs    []Ref
 	dueRefs []Ref
-	due     int
-	watched int
 	value   float64 // the staleness it fixes: the due messages' ages, in seconds
 }
 
@@ -236,7 +234,7 @@ func (t *tick) pickRange(anchor Message, watchedFirst bool) (span, error) {
 		list = []Message{anchor}
 		oldest, latest = anchor.TS, anchor.TS
 	} else if watchedFirst {
-		if w := t.mostWatched(near, anchor.TS, p); t.watchedValue(w, anchor.TS) > t.watchedValue(list, anchor.TS) {
+		if w, v := t.mostWatched(near, anchor.TS, p); v > sum(t.watchedValues(list, anchor.TS)) {
 			list = w
 			oldest, latest = w[0].TS, w[len(w)-1].TS
 		}
@@ -248,11 +246,7 @@ func (t *tick) pickRange(anchor Message, watchedFirst bool) (span, error) {
 		sp.refs = append(sp.refs, Ref{m.Channel, m.TS})
 		if m.TS == anchor.TS || t.historyDue(m) {
 			sp.dueRefs = append(sp.dueRefs, Ref{m.Channel, m.TS})
-			sp.due++
 			sp.value += t.age(m, now).Seconds()
-			if t.isWatched(Ref{m.Channel, m.TS}) {
-				sp.watched++
-			}
 		}
 	}
 	return sp, nil
@@ -282,34 +276,46 @@ func (t *tick) around(tx Tx, anchor Message, n int) ([]Message, error) {
 }
 
 // mostWatched returns the window of p consecutive messages of list containing the
-// message ts that fixes the most watched staleness (watchedValue), the earliest of
-// equals.
-func (t *tick) mostWatched(list []Message, ts TS, p int) []Message {
+// message ts that fixes the most watched staleness, the earliest of equals, and that
+// staleness. Each message's part is worked out once: the windows overlap, and with
+// a page of 999 a window-by-window look repeated it a million times a call.
+func (t *tick) mostWatched(list []Message, ts TS, p int) ([]Message, float64) {
 	a := slices.IndexFunc(list, func(m Message) bool { return m.TS == ts })
+	vals := t.watchedValues(list, ts)
 	var best []Message
 	most := -1.0
 	for i := max(0, a-p+1); i <= a; i++ {
-		w := list[i:min(i+p, len(list))]
-		if v := t.watchedValue(w, ts); v > most {
-			best, most = w, v
+		end := min(i+p, len(list))
+		if v := sum(vals[i:end]); v > most {
+			best, most = list[i:end], v
 		}
 	}
-	return best
+	return best, most
 }
 
-// watchedValue is the staleness a read of msgs fixes in the watched class: the ages,
-// in seconds, of those of them watched and due (the anchor, ts, counts as due). A
-// count of the watched messages instead made a window over the part of a cluster
-// read a tick ago as good as one reaching the rest, the earliest of equals won, and a
-// cluster of two pages was read one new message a call.
-func (t *tick) watchedValue(msgs []Message, anchor TS) float64 {
+// watchedValues returns, for each of msgs, the staleness a read of it fixes in the
+// watched class: its age in seconds if it is watched and due (the anchor, ts, counts
+// as due), else 0. Windows are compared by their sums; a count of the watched
+// messages instead made a window over the part of a cluster read a tick ago as good
+// as one reaching the rest, the earliest of equals won, and a cluster of two pages
+// was read one new message a call.
+func (t *tick) watchedValues(msgs []Message, anchor TS) []float64 {
 	now := t.now()
-	v := 0.0
+	vals := make([]float64, len(msgs))
 	for i := range msgs {
 		m := &msgs[i]
 		if t.isWatched(Ref{m.Channel, m.TS}) && (m.TS == anchor || t.historyDue(m)) {
-			v += t.age(m, now).Seconds()
+			vals[i] = t.age(m, now).Seconds()
 		}
+	}
+	return vals
+}
+
+// sum adds vals in order.
+func sum(vals []float64) float64 {
+	v := 0.0
+	for _, x := range vals {
+		v += x
 	}
 	return v
 }
