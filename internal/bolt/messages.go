@@ -290,13 +290,14 @@ func (t *tx) TimelineTile(channel string, ts readmodel.TS, size int) (readmodel.
 		return readmodel.Tile{}, nil
 	}
 	tile := readmodel.Tile{Oldest: readmodel.TS(keyString(start))}
+	var last []byte
 	left := size
 	for k, v := c.Seek(start); k != nil && left > 0; k, v = c.Next() {
 		if !inTimeline(v) {
 			continue
 		}
 		left--
-		tile.Latest = readmodel.TS(keyString(k))
+		last = k
 		m, err := decodeMessage(channel, v)
 		if err != nil {
 			t.addMessage(channel, k, err)
@@ -304,6 +305,7 @@ func (t *tx) TimelineTile(channel string, ts readmodel.TS, size int) (readmodel.
 		}
 		tile.Messages = append(tile.Messages, m)
 	}
+	tile.Latest = readmodel.TS(keyString(last))
 	return tile, nil
 }
 
