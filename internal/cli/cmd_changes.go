@@ -220,7 +220,7 @@ func cmdRequeue(ctx context.Context, c *cmdCtx) error {
 		}
 		seqs = append(seqs, s)
 	}
-	w, err := openWriter(cfg)
+	w, err := openWriter(cfg, "requeue")
 	if err != nil {
 		return err
 	}

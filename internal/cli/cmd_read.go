@@ -44,7 +44,7 @@ func cmdTrack(ctx context.Context, c *cmdCtx) error {
 		return usageErr("track: %v", err)
 	}
 	ch, ts := ref.Channel, ref.TS
-	w, err := openWriter(cfg)
+	w, err := openWriter(cfg, "track")
 	if err != nil {
 		return err
 	}
@@ -88,7 +88,7 @@ func cmdUntrack(ctx context.Context, c *cmdCtx) error {
 	if !rm.ValidConversationID(ch) {
 		return usageErr("untrack: %q is not a Slack conversation ID (C…, G… or D…)", ch)
 	}
-	w, err := openWriter(cfg)
+	w, err := openWriter(cfg, "untrack")
 	if err != nil {
 		return err
 	}

@@ -33,23 +33,21 @@ func (r *reader) Close() error {
 // http.listen is set, it reads through the daemon's API instead. Without http.listen
 // a held lock fails at once, saying why and what to do.
 func openReader(cfg *config.Config) (*reader, error) {
-	s, err := boltstore.Open(cfg.Store.Path, boltstore.Options{ReadOnly: true, LockTimeout: readLockTimeout})
-	if err == nil {
-		return &reader{store: s}, nil
-	}
-	if errors.Is(err, boltstore.ErrLocked) {
-		if cfg.HTTP.Listen != "" {
-			return &reader{api: newAPIClient(cfg)}, nil
-		}
-		return nil, fmt.Errorf("%w\n(set http.listen so read commands can ask the running daemon instead)", err)
-	}
-	return nil, err
+	return openStoreOrAPI(cfg, true, "read commands")
 }
 
-// openWriter opens the store read-write for track; like openReader it falls back to
-// the daemon's API when the lock is held and http.listen is set.
-func openWriter(cfg *config.Config) (*reader, error) {
-	s, err := boltstore.Open(cfg.Store.Path, boltstore.Options{LockTimeout: readLockTimeout})
+// openWriter opens the store read-write for cmd (track, untrack, requeue); like
+// openReader it falls back to the daemon's API when the lock is held and http.listen
+// is set.
+func openWriter(cfg *config.Config, cmd string) (*reader, error) {
+	return openStoreOrAPI(cfg, false, cmd)
+}
+
+// openStoreOrAPI opens the store, or names the daemon's API when another process
+// holds the store's lock and http.listen is set; who is what the advice to set it
+// names.
+func openStoreOrAPI(cfg *config.Config, readOnly bool, who string) (*reader, error) {
+	s, err := boltstore.Open(cfg.Store.Path, boltstore.Options{ReadOnly: readOnly, LockTimeout: readLockTimeout})
 	if err == nil {
 		return &reader{store: s}, nil
 	}
@@ -57,7 +55,7 @@ func openWriter(cfg *config.Config) (*reader, error) {
 		if cfg.HTTP.Listen != "" {
 			return &reader{api: newAPIClient(cfg)}, nil
 		}
-		return nil, fmt.Errorf("%w\n(set http.listen so track can ask the running daemon instead)", err)
+		return nil, fmt.Errorf("%w\n(set http.listen so %s can ask the running daemon instead)", err, who)
 	}
 	return nil, err
 }
