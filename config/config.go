@@ -2,7 +2,9 @@
 // default file slackpoll.yaml (embedded in the binary), Load, and Validate.
 //
 // The contract is config/slackpoll.yaml. A config file is YAML; it is decoded on top of
-// the defaults, so it needs only the keys it changes. Unknown keys are errors.
+// the defaults, so it needs only the keys it changes. Unknown keys are errors; a
+// key of an earlier release that was renamed or removed (keychanges.go) loads with
+// a Warning.
 // ${VAR} in a value is expanded from the environment after parsing, so an
 // environment variable cannot inject YAML structure. Every error of this
 // package matches ErrInvalid (exit status 2) and names the file, the key path
