@@ -107,7 +107,7 @@ type Changes struct {
 type Webhook struct {
 	Name        string    `yaml:"name" json:"name"`                 // unique; keys the webhook's outbox rows
 	URL         SecretURL `yaml:"url" json:"url"`                   // http(s) URL the changes are POSTed to; may carry credentials
-	Secret      Secret    `yaml:"secret" json:"secret"`             // signs every POST (X-Slackpoll-Signature); required
+	Secret      Secrets   `yaml:"secret" json:"secret"`             // signs every POST (Standard Webhooks): whsec_… or, as earlier releases, a plain secret; a list while rotating; required
 	Kinds       []string  `yaml:"kinds" json:"kinds"`               // change kinds to send; empty = all
 	Channels    []string  `yaml:"channels" json:"channels"`         // conversation IDs; empty = all
 	Records     []string  `yaml:"records" json:"records"`           // record keys; empty = all

@@ -212,6 +212,12 @@ func (w *walker) value(fv reflect.Value, n *yaml.Node, key string) {
 			}
 		}
 		fv.Set(m)
+	case fv.Type() == secretsType && n.Kind == yaml.ScalarNode:
+		// One secret written alone (secret: X) is a list of one.
+		e := reflect.New(secretType)
+		if w.leaf(e, n, key) {
+			fv.Set(reflect.ValueOf(Secrets{e.Elem().Interface().(Secret)}))
+		}
 	case fv.Kind() == reflect.Slice:
 		if n.Kind != yaml.SequenceNode {
 			w.fail(n.Line, key, "want %s, not %s", expect(fv.Type(), key), describe(n))
@@ -269,6 +275,7 @@ func (w *walker) leaf(ptr reflect.Value, n *yaml.Node, key string) bool {
 var (
 	durationType = reflect.TypeFor[Duration]()
 	secretType   = reflect.TypeFor[Secret]()
+	secretsType  = reflect.TypeFor[Secrets]()
 	// A webhook URL may carry credentials: decoded like a token, never echoed.
 	secretURLType = reflect.TypeFor[SecretURL]()
 )
