@@ -133,6 +133,11 @@ func checkBinary(t *testing.T, path, goos, goarch string) {
 	if settings["CGO_ENABLED"] != "0" || settings["-trimpath"] != "true" || settings["GOOS"] != goos || settings["GOARCH"] != goarch {
 		t.Errorf("%s/%s: build settings %v, want CGO_ENABLED=0, -trimpath, %s/%s", goos, goarch, settings, goos, goarch)
 	}
+	// Go finds the repository by a .git directory: a git worktree's .git is a file,
+	// and its builds carry no VCS stamp.
+	if fi, err := os.Stat(filepath.Join(root, ".git")); err == nil && fi.IsDir() && settings["vcs.revision"] == "" {
+		t.Errorf("%s/%s: no vcs.revision: `slackpoll version` of a release would not say what it is", goos, goarch)
+	}
 	switch goos {
 	case "linux":
 		f, err := elf.Open(path)
