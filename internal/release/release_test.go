@@ -1,9 +1,11 @@
 package release
 
 import (
+	"bytes"
 	"debug/buildinfo"
 	"debug/elf"
 	"debug/macho"
+	"encoding/json"
 	"flag"
 	"os"
 	"os/exec"
@@ -12,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -56,6 +59,47 @@ func readConfig(t *testing.T) goreleaser {
 		t.Fatalf(".goreleaser.yaml: %v", err)
 	}
 	return g
+}
+
+// .goreleaser.yaml is valid for GoReleaser v2.15.1: it matches the JSON schema that
+// version prints (`goreleaser jsonschema > internal/release/testdata/goreleaser-v2.15.1.schema.json`),
+// which knows every key and type, so a misspelt or misplaced key fails here as
+// `goreleaser check` would fail it, without installing GoReleaser.
+func TestReleaseConfigMatchesGoReleasersSchema(t *testing.T) {
+	f, err := os.Open("testdata/goreleaser-v2.15.1.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = f.Close() }()
+	doc, err := jsonschema.UnmarshalJSON(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource("goreleaser.json", doc); err != nil {
+		t.Fatal(err)
+	}
+	schema, err := c.Compile("goreleaser.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(root, ".goreleaser.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg any
+	if err := yaml.Unmarshal(b, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	// The schema's JSON types: YAML's ints as JSON numbers.
+	j, _ := json.Marshal(cfg)
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(j))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := schema.Validate(inst); err != nil {
+		t.Errorf(".goreleaser.yaml does not match GoReleaser v2.15.1's schema: %v", err)
+	}
 }
 
 // The release builds what the README promises: static binaries (no cgo) of
