@@ -136,6 +136,7 @@ func (c *Client) call(ctx context.Context, method string, attempt attemptFunc) e
 			c.onSkew(skew)
 		}
 		if err == nil {
+			p.answered()
 			c.log.Debug("slack call", "method", method, "outcome", "ok", "duration", took, "waited", waited, "attempt", n)
 			c.report(method, "ok", waited)
 			return nil
@@ -150,11 +151,13 @@ func (c *Client) call(ctx context.Context, method string, attempt attemptFunc) e
 			if !cp.got {
 				arrived = time.Now()
 			}
-			wait := rl.wait + retryAfterMargin
-			p.pushBack(arrived.Add(wait))
+			next, before, after := p.pushBack(arrived.Add(rl.wait + retryAfterMargin))
 			c.log.Debug("slack call", "method", method, "outcome", "rate_limited", "duration", took, "waited", waited, "attempt", n)
+			// wait is what the next attempt will really wait: the 429 counted as a
+			// call, so the method's spacing runs from it, often past Retry-After.
 			c.log.Warn("slack rate limited; waiting, then repeating the same request",
-				"method", method, "wait", wait, "source", rl.source)
+				"method", method, "wait", time.Until(next).Round(time.Millisecond), "retry_after", rl.wait, "source", rl.source,
+				"margin", fmt.Sprintf("%.0f%% (was %.0f%%)", after*100, before*100))
 			c.report(method, "rate_limited", waited)
 			backoff = 0
 			continue

@@ -23,10 +23,10 @@ func TestPersistedTimesFromAClockAheadAreNotWaitedFor(t *testing.T) {
 	}{
 		{"last call", func(now time.Time) readmodel.MethodState {
 			return readmodel.MethodState{LastCall: now.Add(48 * time.Hour)}
-		}, time.Minute},
+		}, paced(time.Minute)},
 		{"last call and its gate", func(now time.Time) readmodel.MethodState {
 			return readmodel.MethodState{LastCall: now.Add(48 * time.Hour), NotBefore: now.Add(48*time.Hour + time.Minute)}
-		}, time.Minute},
+		}, paced(time.Minute)},
 		{"retry-after gate", func(now time.Time) readmodel.MethodState {
 			return readmodel.MethodState{NotBefore: now.Add(48 * time.Hour)}
 		}, 0},

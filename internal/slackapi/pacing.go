@@ -23,21 +23,43 @@ type PacingStore interface {
 	SaveMethodState(method string, s readmodel.MethodState) error
 }
 
+// Pacing margin. Slack counts a method's calls in a window of a minute, measured
+// where they arrive; our spacing is measured where they leave. Paced exactly at the
+// rate, a call that leaves on time but arrives a few milliseconds sooner after its
+// predecessor than that one did (a reused connection after a new one, a scheduler
+// hiccup) is one too many in the window: a 429, and at 1 request a minute a whole
+// minute lost (the 429 counts as a call). So every method is paced a margin under its
+// rate: a share of its spacing, which is the same slack per window whatever the rate
+// (2% is 1.2 s in every minute). Each 429 doubles the method's margin, up to
+// marginCeil; each answered call takes back 1/marginDecay of what it holds above
+// marginFloor, so a one-off 429 costs a few percent for a few dozen calls.
+const (
+	marginFloor = 0.02
+	marginCeil  = 0.10
+	marginDecay = 30
+)
+
 // pacer gates the calls of one Slack method: a notBefore time (Retry-After, or the
-// previous process's last call + spacing) and a burst-1 rate.Limiter that spaces calls
-// evenly. x/time/rate has no "pause until t" API (x/time/rate docs), hence the separate gate.
+// previous process's last call + spacing), the last call + spacing with its margin,
+// and a burst-1 rate.Limiter at the configured rate, the ceiling. x/time/rate has no
+// "pause until t" API (x/time/rate docs), hence the separate gate.
 type pacer struct {
 	method  string
-	spacing time.Duration // time.Minute / requests per minute
+	spacing time.Duration // time.Minute / requests per minute: Slack's allowance
 	lim     *rate.Limiter
 	store   PacingStore
 	log     *slog.Logger
 	// skew is Slack's clock minus ours and whether an answer has told it yet.
 	skew func() (time.Duration, bool)
+	// sleep waits for the limiter's reservation (ctxsleep.Sleep; tests stand in a
+	// process stopped meanwhile).
+	sleep func(ctx context.Context, d time.Duration) error
 
 	mu        sync.Mutex
 	notBefore time.Time
 	lastCall  time.Time
+	// margin is the share of spacing added between two calls (see marginFloor).
+	margin float64
 	// slackLastCall is lastCall by Slack's clock (zero while the skew is unknown).
 	slackLastCall time.Time
 	// slackNext is the previous process's last call + spacing by Slack's clock: until
@@ -56,10 +78,12 @@ func newPacer(method string, perMinute float64, store PacingStore, log *slog.Log
 		spacing: spacing,
 		// Burst 1: the bucket starts full, so the first call of a fresh process passes
 		// at once — which is why the persisted LastCall is folded into notBefore.
-		lim:   rate.NewLimiter(rate.Every(spacing), 1),
-		store: store,
-		log:   log,
-		skew:  skew,
+		lim:    rate.NewLimiter(rate.Every(spacing), 1),
+		store:  store,
+		log:    log,
+		skew:   skew,
+		sleep:  ctxsleep.Sleep,
+		margin: marginFloor,
 	}
 	if store == nil {
 		return p, nil
@@ -112,9 +136,10 @@ func (p *pacer) acquire(ctx context.Context) (time.Duration, error) {
 	for {
 		p.mu.Lock()
 		nb := p.gate(time.Now())
+		byRetryAfter := nb.Equal(p.notBefore)
 		p.mu.Unlock()
 		if time.Now().Before(nb) {
-			p.wait.set(nb, p.wait.gateReason())
+			p.wait.set(nb, p.wait.gateReason(byRetryAfter))
 		}
 		if err := sleepUntil(ctx, nb); err != nil {
 			return time.Since(start), err
@@ -126,14 +151,18 @@ func (p *pacer) acquire(ctx context.Context) (time.Duration, error) {
 		if d := r.Delay(); d > 0 {
 			p.wait.set(time.Now().Add(d), WaitRate)
 		}
-		if err := ctxsleep.Sleep(ctx, r.Delay()); err != nil {
+		if err := p.sleep(ctx, r.Delay()); err != nil {
 			r.Cancel()
 			return time.Since(start), err
 		}
 		p.mu.Lock()
 		now := time.Now()
-		if now.Before(p.notBefore) {
-			// A concurrent call of this method got a 429 while we waited.
+		if now.Before(p.gate(now)) {
+			// The gate moved while we slept: a concurrent call of this method got a
+			// 429, or went out. Or the sleep ended late (the process was stopped,
+			// SIGSTOP, or the machine suspended): the limiter counts from when the
+			// reservation was due, not from when the call left, and would let the next
+			// call go at once after this one.
 			p.mu.Unlock()
 			continue
 		}
@@ -148,16 +177,35 @@ func (p *pacer) acquire(ctx context.Context) (time.Duration, error) {
 	}
 }
 
-// pushBack forbids calls before t (Retry-After) and persists it. It never moves the
-// gate earlier.
-func (p *pacer) pushBack(t time.Time) {
+// pushBack forbids calls before t (a 429's Retry-After), doubles the method's
+// margin (up to marginCeil) and persists the gate. It never moves the gate earlier.
+// It returns when the next call may really go, which the spacing since the last call
+// can make later than t, and the margin before and after.
+func (p *pacer) pushBack(t time.Time) (next time.Time, before, after float64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if t.After(p.notBefore) {
 		p.notBefore = t
 		p.wait.rateLimited()
 	}
+	before = p.margin
+	p.margin = min(marginCeil, 2*p.margin)
 	p.save(p.state())
+	return p.gate(time.Now()), before, p.margin
+}
+
+// answered takes back part of the margin a 429 added, after a call Slack answered
+// without one.
+func (p *pacer) answered() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.margin -= (p.margin - marginFloor) / marginDecay
+}
+
+// paced is the time kept between two calls: the spacing plus the margin. Called
+// with p.mu held.
+func (p *pacer) paced() time.Duration {
+	return p.spacing + time.Duration(float64(p.spacing)*p.margin)
 }
 
 // state is the state to persist; called with p.mu held.
@@ -165,14 +213,23 @@ func (p *pacer) state() readmodel.MethodState {
 	return readmodel.MethodState{LastCall: p.lastCall.Round(0), NotBefore: p.notBefore.Round(0), SlackLastCall: p.slackLastCall}
 }
 
-// gate is the earliest time, by our clock as of now, a call may start: notBefore, and
-// until this process has called, the previous process's last call + spacing by
-// Slack's clock once an answer has told the skew. Our clock may have moved between
-// the runs (an hour ahead: by it, the last call looks an hour old); Slack's has not.
-// It is bounded by one spacing from now, as newPacer bounds the local last call.
-// Called with p.mu held.
+// gate is the earliest time, by our clock as of now, a call may start: notBefore, the
+// last call + spacing with its margin, and until this process has called, the
+// previous process's last call + spacing by Slack's clock once an answer has told the
+// skew. Our clock may have moved between the runs (an hour ahead: by it, the last
+// call looks an hour old); Slack's has not. The last two are bounded by one spacing
+// from now, as newPacer bounds the local last call. Called with p.mu held.
 func (p *pacer) gate(now time.Time) time.Time {
 	nb := p.notBefore
+	if !p.lastCall.IsZero() {
+		next := p.lastCall.Add(p.paced())
+		if limit := now.Add(p.paced()); next.After(limit) {
+			next = limit
+		}
+		if next.After(nb) {
+			nb = next
+		}
+	}
 	if p.slackNext.IsZero() {
 		return nb
 	}

@@ -34,12 +34,12 @@ func (w *waitState) rateLimited() {
 	w.mu.Unlock()
 }
 
-// gateReason is why a wait for notBefore happens: a Retry-After, or the spacing
-// after the previous process's last call.
-func (w *waitState) gateReason() string {
+// gateReason is why a wait for the gate happens: a Retry-After (when the gate is
+// notBefore, last set by a 429), or the spacing after the last call.
+func (w *waitState) gateReason(atNotBefore bool) string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.retryAfter {
+	if w.retryAfter && atNotBefore {
 		return WaitRetryAfter
 	}
 	return WaitRate

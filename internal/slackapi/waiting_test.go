@@ -18,7 +18,7 @@ func TestWaitingReportsTheRateLimitAndRetryAfter(t *testing.T) {
 		var n atomic.Int32
 		f.handle("conversations.history", func(w http.ResponseWriter, r *http.Request) {
 			if n.Add(1) == 2 {
-				w.Header().Set("Retry-After", "30")
+				w.Header().Set("Retry-After", "90")
 				w.WriteHeader(http.StatusTooManyRequests)
 				writeJSON(w, `{"ok":false,"error":"ratelimited"}`)
 				return
@@ -42,14 +42,14 @@ func TestWaitingReportsTheRateLimitAndRetryAfter(t *testing.T) {
 		}()
 		synctest.Wait() // the second call sleeps on the 1-a-minute spacing
 		w, ok := waitingOf(c)
-		if !ok || w.why != WaitRate || !w.until.Equal(start.Add(time.Minute)) {
-			t.Errorf("waiting on the spacing: %+v %v, want until %v (%s)", w, ok, start.Add(time.Minute), WaitRate)
+		if !ok || w.why != WaitRate || !w.until.Equal(start.Add(paced(time.Minute))) {
+			t.Errorf("waiting on the spacing: %+v %v, want until %v (%s)", w, ok, start.Add(paced(time.Minute)), WaitRate)
 		}
-		time.Sleep(time.Minute + time.Second) // the request gets the 429: Retry-After 30 s (+ margin)
+		time.Sleep(paced(time.Minute) + time.Second) // the request gets the 429: Retry-After 90 s (+ margin), past the spacing
 		synctest.Wait()
 		w, ok = waitingOf(c)
-		if !ok || w.why != WaitRetryAfter || w.until.Before(start.Add(time.Minute+30*time.Second)) {
-			t.Errorf("waiting on Retry-After: %+v %v, want %s until at least 30 s after the 429", w, ok, WaitRetryAfter)
+		if !ok || w.why != WaitRetryAfter || w.until.Before(start.Add(paced(time.Minute)+90*time.Second)) {
+			t.Errorf("waiting on Retry-After: %+v %v, want %s until at least 90 s after the 429", w, ok, WaitRetryAfter)
 		}
 		<-done
 		if w, ok := waitingOf(c); ok {
