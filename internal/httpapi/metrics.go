@@ -143,6 +143,15 @@ func NewMetrics() *Metrics {
 	m.longPolls = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "slackpoll_changes_long_polls", Help: "GET /v1/changes requests waiting for a change (long polls in flight).",
 	})
+	// Every method's series exist from the start, at 0: a rate of 429s or of waits is
+	// then "none" on a daemon that has not met one, not "no data".
+	for _, method := range rm.Methods() {
+		m.rateLimited.WithLabelValues(method)
+		m.retryWait.WithLabelValues(method)
+		m.wait.WithLabelValues(method)
+		m.calls.WithLabelValues(method, "ok")
+		m.calls.WithLabelValues(method, "rate_limited")
+	}
 	m.store = &storeCollector{}
 	m.reg.MustRegister(m.calls, m.rateLimited, m.retryWait, m.wait, m.ticks, m.tickDur,
 		m.skipped, m.written, m.threads, m.tailReads, m.lastTickEnd, m.deliveries, m.fenced, m.longPolls, m.store)

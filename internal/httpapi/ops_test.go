@@ -264,3 +264,22 @@ func TestMetricsShowTheClockSkewOnceMeasured(t *testing.T) {
 		t.Errorf("clock skew = %v s, want %v", got, -95*3600)
 	}
 }
+
+// The 429 and wait series of every method are served at 0 from the start: the
+// dashboard's 429 panel and the rate-limit alert see "none", not "no data", on a
+// daemon that has not met a 429 (they showed nothing until the first one).
+func TestRateLimitSeriesAreServedBeforeTheFirst429(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	fams := scrape(t, e)
+	for _, m := range rm.Methods() {
+		for _, name := range []string{"slackpoll_slack_rate_limited_total", "slackpoll_slack_retry_after_wait_seconds_total"} {
+			if got := value(t, fams, name, map[string]string{"method": m}); got != 0 {
+				t.Errorf("%s{method=%q} = %v, want 0", name, m, got)
+			}
+		}
+		if got := value(t, fams, "slackpoll_slack_calls_total", map[string]string{"method": m, "outcome": "rate_limited"}); got != 0 {
+			t.Errorf("slackpoll_slack_calls_total{method=%q,outcome=rate_limited} = %v, want 0", m, got)
+		}
+		value(t, fams, "slackpoll_slack_wait_seconds_total", map[string]string{"method": m})
+	}
+}
