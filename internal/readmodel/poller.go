@@ -172,6 +172,10 @@ type Poller struct {
 	// cut between pages, and the cursor to go on from (see tick.readRange). Lost on
 	// restart, which costs that range's first pages once more.
 	rangeResume map[string]rangeCut
+	// firstSyncSince is when this process saw the first sync under way; it logs its
+	// progress (firstSyncLogged) until firstSyncDone.
+	firstSyncSince                 time.Time
+	firstSyncLogged, firstSyncDone bool
 }
 
 // rangeCut is a tail range read up to cursor: the request to go on with, and the

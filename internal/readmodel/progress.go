@@ -230,20 +230,131 @@ func (p *Poller) logFirstSync() {
 		"why", fmt.Sprintf("one conversations.history call per conversation for its last %s (%g a minute), one more per further page of messages; then one conversations.replies call per thread (%g a minute); each tick logs the physical limit once the store is known", shortDuration(p.cfg.BulkWindow), history, replies))
 }
 
-// logFirstSyncProgress logs, after a tick while some readable conversations were
-// never read, how far the first sync is and what it will take at least: the
-// conversations left at one history call each, and reading once everything stored so
-// far (the physical limit), the two running at once.
+// firstSync is how far the first sync is: the readable configured conversations and
+// those whose bulk window was never read whole, the thread parents whose thread was
+// never read, and the calls of each method still to make. Conversations not read
+// yet are assumed to hold what the read ones hold on average (pages and threads), at
+// least a page each, so the estimate gets better as each one is read instead of
+// growing with every conversation read.
+type firstSync struct {
+	readable, unread, threadsUnread int
+	historyCalls, repliesCalls      int
+}
+
+// left is the least time the calls left take at rates, the two methods at once.
+func (f firstSync) left(rates map[string]float64) time.Duration {
+	at := func(n int, method string) time.Duration {
+		if r := rates[method]; r > 0 {
+			return time.Duration(float64(n) / r * float64(time.Minute))
+		}
+		return 0
+	}
+	return max(at(f.historyCalls, MethodHistory), at(f.repliesCalls, MethodReplies)).Round(time.Second)
+}
+
+func (f firstSync) done() bool { return f.unread == 0 && f.threadsUnread == 0 }
+
+// firstSyncState counts what the first sync still has to read (see firstSync). It
+// walks the stored timelines of the configured conversations, so the poller calls it
+// only while a first sync runs.
+func (p *Poller) firstSyncState() (f firstSync, err error) {
+	page := p.pageCap
+	if page <= 0 {
+		page = HistoryPageLimit
+	}
+	calls := func(n int) int { return max(1, (n+page-1)/page) }
+	err = p.store.View(func(tx Tx) error {
+		known := map[string]Conversation{}
+		if err := tx.Conversations(func(c Conversation) error {
+			known[c.ID] = c
+			return nil
+		}); err != nil {
+			return err
+		}
+		var readPages, readThreadCalls, read int
+		var walked []int // messages stored so far of each conversation not read whole
+		for _, id := range p.cfg.Conversations {
+			c, ok := known[id]
+			if ok && c.Status != StatusOK && c.Status != StatusPending {
+				continue // waits for the operator, not for the first sync
+			}
+			f.readable++
+			if !ok || c.CoveredTo == "" {
+				f.unread++
+			}
+			if !ok {
+				continue
+			}
+			var msgs, threadCalls int
+			if err := tx.Timeline(id, "", "", func(m Message) error {
+				msgs++
+				if m.ReplyCount > 0 && m.ReplyWatermark == "" {
+					f.threadsUnread++
+					threadCalls += calls(m.ReplyCount + 1)
+				}
+				return nil
+			}); err != nil {
+				return err
+			}
+			f.repliesCalls += threadCalls
+			if c.CoveredTo != "" {
+				read++
+				readPages += calls(msgs)
+				readThreadCalls += threadCalls
+			} else {
+				walked = append(walked, msgs)
+			}
+		}
+		// The unread conversations, at the read ones' average (a page each while none
+		// was read; their threads are known only once read).
+		avgPages, avgThreads := 1, 0
+		if read > 0 {
+			avgPages = max(1, (readPages+read-1)/read)
+			avgThreads = readThreadCalls / read
+		}
+		for len(walked) < f.unread {
+			walked = append(walked, 0)
+		}
+		for _, msgs := range walked {
+			// A walk under way has read msgs/page of its pages.
+			f.historyCalls += max(1, avgPages-msgs/page)
+		}
+		f.repliesCalls += f.unread * avgThreads
+		return nil
+	})
+	return f, err
+}
+
+// logFirstSyncProgress logs, after a tick while the first sync runs (some readable
+// conversations or their threads were never read), how far it is and the least time
+// what is left takes at the configured rates; then once, when it is done, how long
+// it took.
 func (p *Poller) logFirstSyncProgress(sum TickSummary) {
-	unread, readable, err := p.unreadConversations()
-	if err != nil || unread == 0 {
+	if p.firstSyncDone {
 		return
 	}
-	left := time.Duration(float64(unread) / p.cfg.Rates[MethodHistory] * float64(time.Minute))
+	f, err := p.firstSyncState()
+	if err != nil {
+		return
+	}
+	if p.firstSyncSince.IsZero() {
+		p.firstSyncSince = sum.Started
+	}
+	if f.done() {
+		p.firstSyncDone = true
+		if p.firstSyncLogged {
+			p.log.Info("first sync complete", "conversations", f.readable,
+				"took", shortDuration(sum.Finished.Sub(p.firstSyncSince).Round(time.Second)))
+		}
+		return
+	}
+	p.firstSyncLogged = true
 	p.log.Info("first sync in progress",
-		"conversations_read", readable-unread, "conversations", readable,
+		"conversations_read", f.readable-f.unread, "conversations", f.readable,
+		"threads_unread", f.threadsUnread,
+		"history_calls_left", f.historyCalls, "replies_calls_left", f.repliesCalls,
 		"tracked", sum.Tracked, "threads", sum.Threads,
-		"expect_at_least", shortDuration(max(left, sum.PhysicalLimit).Round(time.Second)))
+		"expect_left", shortDuration(f.left(p.cfg.Rates)))
 }
 
 // shortDuration drops a duration's zero tails: 72h rather than 72h0m0s.
