@@ -2,6 +2,7 @@ package demo
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -13,6 +14,7 @@ import (
 
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 	"github.com/slackpoll/slackpoll/internal/slackfake"
+	"github.com/slackpoll/slackpoll/internal/status"
 )
 
 // lockedBuffer is a log destination the poller's streams write concurrently.
@@ -110,4 +112,44 @@ func stampOf(t *testing.T, l map[string]any) time.Time {
 	at, err := time.Parse(time.RFC3339Nano, l["time"].(string))
 	must(t, err)
 	return at
+}
+
+// While a long tick runs, the daemon's status says so — which tick, since when, its
+// calls so far — instead of "next tick: … (now)" for minutes.
+func TestStatusShowsTheTickInProgress(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fake, rates := nonMarketplaceFake(t)
+		convs := backlogWorkspace(t, fake)
+		store := openTestStore(t)
+		p := rm.NewPoller(store, fakeSource(t, fake, rates, store), rm.PollerConfig{Conversations: convs, Budget: defaultBudget, Rates: rates})
+		if _, err := p.Tick(t.Context()); err != nil { // a first tick, so that a last tick is stored
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_, _ = p.Tick(ctx)
+		}()
+		time.Sleep(2*time.Minute + time.Second)
+		var out strings.Builder
+		must(t, store.View(func(tx rm.Tx) error {
+			r, err := status.Build(tx, status.Input{Configured: convs, Interval: time.Minute, Now: time.Now(), DaemonRunning: true, Running: p.Running})
+			if err != nil {
+				return err
+			}
+			if r.TickInProgress == nil || r.TickInProgress.Tick != 2 || r.TickInProgress.Calls[rm.MethodHistory] == 0 {
+				t.Errorf("tick_in_progress = %+v, want tick 2 with its history calls so far", r.TickInProgress)
+			}
+			return r.WriteText(&out)
+		}))
+		cancel()
+		<-done
+		if !strings.Contains(out.String(), "tick in progress: tick 2 since ") || strings.Contains(out.String(), "(now)") {
+			t.Errorf("status text does not show the tick in progress:\n%s", out.String())
+		}
+		if _, ok := p.Running(); ok {
+			t.Error("Running reports a tick after it ended")
+		}
+	})
 }

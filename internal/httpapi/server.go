@@ -69,6 +69,9 @@ type Options struct {
 	OnRequeue func()
 	// Webhooks are the configured webhook names, for the status report's outbox.
 	Webhooks []string
+	// Running, if set, reports the tick under way (readmodel.Poller.Running), for the
+	// status report.
+	Running func() (rm.TickRunning, bool)
 	// Listen is http.listen: besides loopback names and IP addresses, requests
 	// may name its host in their Host header (checkHost).
 	Listen string
@@ -86,6 +89,7 @@ type api struct {
 	onRequeue  func()
 	webhooks   []string
 	metrics    *Metrics
+	running    func() (rm.TickRunning, bool)
 }
 
 // New returns the API's handler. It registers Options.Store with Options.Metrics for
@@ -95,6 +99,7 @@ func New(opts Options) http.Handler {
 		store: opts.Store, configured: opts.Configured, interval: opts.Interval,
 		ready: opts.Ready, log: opts.Logger, now: opts.Now,
 		notifier: opts.Notifier, onRequeue: opts.OnRequeue, webhooks: opts.Webhooks,
+		running: opts.Running,
 	}
 	if a.log == nil {
 		a.log = slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"sync/atomic"
 	"time"
 )
 
@@ -176,6 +177,29 @@ type Poller struct {
 	// progress (firstSyncLogged) until firstSyncDone.
 	firstSyncSince                 time.Time
 	firstSyncLogged, firstSyncDone bool
+	// current is the tick under way, for Running (read by other goroutines).
+	current atomic.Pointer[tick]
+}
+
+// TickRunning is the tick under way: its number in this process, when it started,
+// its soft deadline and the calls it made so far per method.
+type TickRunning struct {
+	Tick         int
+	Started      time.Time
+	SoftDeadline time.Time
+	Calls        map[string]int
+}
+
+// Running reports the tick under way, if one is. Safe for concurrent use with Tick
+// (the status report of the running daemon).
+func (p *Poller) Running() (TickRunning, bool) {
+	t := p.current.Load()
+	if t == nil {
+		return TickRunning{}, false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return TickRunning{Tick: t.no, Started: t.start, SoftDeadline: t.deadline, Calls: maps.Clone(t.sum.Calls)}, true
 }
 
 // rangeCut is a tail range read up to cursor: the request to go on with, and the
@@ -261,9 +285,12 @@ func storeErr(err error) error {
 func (p *Poller) Tick(ctx context.Context) (TickSummary, error) {
 	p.tickNo++
 	t := newTick(p, ctx)
+	t.no = p.tickNo
+	p.current.Store(t)
 	stopProgress := t.startProgress()
 	err := t.run()
 	stopProgress()
+	p.current.Store(nil)
 	sum := t.finish(err)
 	// An interrupted tick is a last tick too: status shows it stopped on shutdown.
 	if perr := p.w.putLastTick(sum); perr != nil && err == nil {

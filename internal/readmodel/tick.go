@@ -21,6 +21,7 @@ const (
 // stream produces (a thread queued by a history read, a user to resolve).
 type tick struct {
 	p        *Poller
+	no       int // the process's tick number (Poller.tickNo when it started)
 	ctx      context.Context
 	start    time.Time
 	deadline time.Time // the soft deadline: no call starts after it

@@ -30,6 +30,9 @@ type Report struct {
 	Coverage      Coverage       `json:"coverage"`
 	// LastTick is the summary of the last finished tick; nil before the first one.
 	LastTick *Tick `json:"last_tick"`
+	// TickInProgress is the tick the daemon is running now; nil between ticks and
+	// when no daemon runs.
+	TickInProgress *TickInProgress `json:"tick_in_progress"`
 	// NextTickAt is when the next tick starts: the last tick's start plus the interval,
 	// or its end when it overran. nil when no daemon runs or no tick has run yet.
 	NextTickAt *time.Time `json:"next_tick_at"`
@@ -124,8 +127,19 @@ type Tick struct {
 	Errors          []string `json:"errors"`
 }
 
+// TickInProgress is the tick under way: its number in the daemon's process, when it
+// started, its soft deadline (no call starts after it) and its calls so far per method.
+type TickInProgress struct {
+	Tick         int            `json:"tick"`
+	Started      time.Time      `json:"started"`
+	SoftDeadline time.Time      `json:"soft_deadline"`
+	Calls        map[string]int `json:"calls"`
+}
+
 // Input is what the report needs besides the store.
 type Input struct {
+	// Running, if set, reports the daemon's tick under way (readmodel.Poller.Running).
+	Running func() (rm.TickRunning, bool)
 	// Configured are the configured conversation IDs; those not stored yet are listed
 	// as pending.
 	Configured []string
@@ -171,6 +185,16 @@ func Build(tx rm.Tx, in Input) (Report, error) {
 	}
 	if ok {
 		r.addTick(sum, in.Interval)
+	}
+	if in.Running != nil && in.DaemonRunning {
+		if run, ok := in.Running(); ok {
+			calls := run.Calls
+			if calls == nil {
+				calls = map[string]int{}
+			}
+			r.TickInProgress = &TickInProgress{Tick: run.Tick, Started: run.Started.UTC(), SoftDeadline: run.SoftDeadline.UTC(), Calls: calls}
+			r.NextTickAt = nil // the next one starts after this one
+		}
 	}
 	r.UndecodableRecords = append([]string{}, tx.Undecodable()...)
 	return r, nil

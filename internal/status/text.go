@@ -93,6 +93,11 @@ func (r *Report) writeTick(p *printer) {
 		}
 	}
 	switch {
+	case r.TickInProgress != nil:
+		t := r.TickInProgress
+		p.line("tick in progress: tick %d since %s (%s), soft deadline %s", t.Tick, stamp(t.Started),
+			r.GeneratedAt.Sub(t.Started).Round(time.Second), stamp(t.SoftDeadline))
+		p.line("  calls so far: %s", callsText(t.Calls))
 	case !r.DaemonRunning:
 		p.line("next tick: none scheduled (no daemon holds the store)")
 	case r.NextTickAt == nil:
