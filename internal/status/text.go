@@ -17,14 +17,16 @@ import (
 func (r *Report) WriteText(w io.Writer) error {
 	p := &printer{w: w}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "CONVERSATION\tNAME\tTYPE\tSTATUS\tMESSAGES\tTHREADS\tTRACKED\tLAST SWEPT\tHEAD AGE")
+	fmt.Fprintln(tw, "CHANNEL\tNAME\tTYPE\tSTATUS\tMSGS\tTHREADS\tTRACKED\tSWEPT\tHEAD AGE")
 	for _, c := range r.Conversations {
+		// A head age says how late a new message may be: only a conversation whose
+		// bulk window was read whole (ok) has one worth showing.
 		head := "-"
-		if c.HeadAgeSeconds != nil {
+		if c.HeadAgeSeconds != nil && c.Status == rm.StatusOK {
 			head = dur(*c.HeadAgeSeconds)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", c.ID, dash(c.Name), dash(c.Type),
-			c.statusText(), c.Messages, c.Threads, c.Tracked, r.ago(c.LastSweptAt), head)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", c.ID, clip(dash(c.Name), maxNameWidth), dash(strings.TrimSuffix(c.Type, "_channel")),
+			c.Status, c.Messages, c.Threads, c.Tracked, r.ago(c.LastSweptAt), head)
 	}
 	if len(r.Conversations) == 0 {
 		fmt.Fprintln(tw, "(none: set conversations or discover: member in the config)")
@@ -33,6 +35,11 @@ func (r *Report) WriteText(w io.Writer) error {
 		return err
 	}
 	p.line("")
+	for _, c := range r.Conversations {
+		if hint := c.statusHint(); hint != "" {
+			p.line("%s: %s: %s", c.ID, c.Status, hint)
+		}
+	}
 	for _, c := range r.Conversations {
 		if c.WalkResumesBelow != "" {
 			at := time.Unix(c.WalkResumesBelow.Unix(), 0)
@@ -109,20 +116,34 @@ func (r *Report) writeTick(p *printer) {
 	}
 }
 
-// statusText adds to a problem status what to do about it, which the bare code
-// does not say.
-func (c *Conversation) statusText() string {
+// statusHint says what to do about a problem status, which the bare code in the
+// table does not say; "" for the others.
+func (c *Conversation) statusHint() string {
 	switch {
 	case c.NeededScope != "":
-		return fmt.Sprintf("%s (add scope %s)", c.Status, c.NeededScope)
+		return fmt.Sprintf("add scope %s to the app, reinstall it, then `slackpoll retry %s`", c.NeededScope, c.ID)
 	case c.Status == rm.StatusNotInChannel:
-		return c.Status + " (invite the bot)"
+		return "invite the bot (/invite @yourbot)"
 	case c.Status == rm.StatusChannelNotFound:
-		return c.Status + " (wrong id, or private and the bot is not in it)"
+		return "wrong id, or private and the bot is not in it"
 	case c.Status == rm.StatusError && c.Error != "":
-		return fmt.Sprintf("%s (%s)", c.Status, c.Error)
+		return c.Error
 	}
-	return c.Status
+	return ""
+}
+
+// maxNameWidth bounds the NAME column: a group DM's generated name runs to 60
+// characters and more, and made the table 172 columns wide. (TYPE drops
+// "_channel" for the same reason: public, private, mpim, im.)
+const maxNameWidth = 18
+
+// clip shortens s to at most n runes, ending in "…" when cut.
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
 }
 
 func callsText(calls map[string]int) string {

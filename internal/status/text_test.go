@@ -7,6 +7,7 @@ import (
 
 	"github.com/slackpoll/slackpoll/internal/readfixture"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
+	"github.com/slackpoll/slackpoll/internal/status"
 )
 
 func TestWriteText(t *testing.T) {
@@ -31,11 +32,11 @@ func TestWriteText(t *testing.T) {
 	}
 	out := b.String()
 	for _, want := range []string{
-		"CONVERSATION  NAME     TYPE",
-		"C0GENERAL     general  public_channel   ok",
-		"missing_scope (add scope groups:history)",
-		"not_in_channel (invite the bot)",
-		"C0PENDING     -        -                pending",
+		"CHANNEL    NAME     TYPE",
+		"C0GENERAL  general  public   ok",
+		"G0SECRET0: missing_scope: add scope groups:history to the app, reinstall it, then `slackpoll retry G0SECRET0`",
+		"C0OUTSIDE: not_in_channel: invite the bot (/invite @yourbot)",
+		"C0PENDING  -        -        pending",
 		"catching up: C0GENERAL's bulk window is read down to " + string(f.Parent) + " (2026-11-30T10:00:00Z); the next sweep reads on below it",
 		"token: team T0SLACKPL, bot user U0BOTSELF, bot B0BOTSELF; checked 2026-11-30T10:00:01Z (30s ago)",
 		"tracked: 4 messages (1 never polled); oldest refresh: 2026-11-30T10:00:01Z (30s ago)",
@@ -48,5 +49,34 @@ func TestWriteText(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("text lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// The table fits a terminal: a group DM's generated name (60 characters and more) is
+// clipped, the what-to-do of a problem status goes below the table, and a
+// conversation not read whole yet (pending) shows no head age. It was 172 columns
+// wide, with HEAD AGE on pending rows.
+func TestTableFitsATerminal(t *testing.T) {
+	age := 120.0
+	r := status.Report{GeneratedAt: time.Now(), DaemonRunning: true, Conversations: []status.Conversation{
+		{ID: "G1AAAAAAAH", Name: "mpdm-amara.novak--wen.nakamura--jonas.silva--björn.novak-2", Type: rm.TypeMPIM, Status: rm.StatusPending, HeadAgeSeconds: &age},
+		{ID: "C1AAAAAAAB", Name: "deploys", Type: rm.TypePrivateChannel, Status: rm.StatusMissingScope, NeededScope: "groups:history", HeadAgeSeconds: &age},
+		{ID: "C1AAAAAAAF", Name: "eng-backend", Type: rm.TypePublicChannel, Status: rm.StatusChannelNotFound},
+	}}
+	var b strings.Builder
+	if err := r.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	table := strings.Split(b.String(), "\n\n")[0]
+	for _, line := range strings.Split(table, "\n") {
+		if n := len([]rune(line)); n > 100 {
+			t.Errorf("a table line is %d columns wide, want at most 100:\n%s", n, line)
+		}
+		if strings.HasPrefix(line, "G1AAAAAAAH") && strings.HasSuffix(strings.TrimSpace(line), "2m0s") {
+			t.Errorf("a pending row shows a head age: %s", line)
+		}
+	}
+	if !strings.Contains(b.String(), "C1AAAAAAAF: channel_not_found: wrong id") {
+		t.Errorf("what to do about channel_not_found is not said:\n%s", b.String())
 	}
 }
