@@ -34,6 +34,8 @@ Usage:
   slackpoll track  [--config F] [--record KEY] CHANNEL TS | LINK
                                           LINK: a message link from Slack's "Copy link"
   slackpoll untrack [--config F] CHANNEL TS  undo track (and free its record key)
+  slackpoll retry  [--config F] [CHANNEL...] conversations waiting after an error (a scope
+                                          added, the bot invited) are read at the next tick
   slackpoll changes [--config F] [--after SEQ] [--follow] [--kind K] [--channel C] [--record R] [--own B]
                                           the change feed as JSON Lines
   slackpoll outbox  [--config F] [--webhook NAME] [--parked] [--json]
@@ -162,6 +164,7 @@ var commands = []command{
 	{name: "requeue", about: "Put a webhook's parked outbox rows back in line (all of them, or the SEQs given).", args: "[SEQ...]", nargs: -1, run: cmdRequeue, flags: func(fs *pflag.FlagSet, c *cmdCtx) {
 		fs.StringVar(&c.feed.webhook, "webhook", "", "the webhook whose parked rows to requeue (required)")
 	}},
+	{name: "retry", about: "Read conversations that wait after an error (missing_scope, not_in_channel, …) at the next tick, not an hour later.", args: "[CHANNEL...]", nargs: -1, run: cmdRetry},
 	{name: "untrack", about: "Stop tracking a message on request and free its record key; its stored content stays.", args: "CHANNEL TS", nargs: 2, run: cmdUntrack},
 	{name: "demo", about: "Run the daemon against a built-in simulated Slack workspace; no token needed.", run: cmdDemo, flags: func(fs *pflag.FlagSet, c *cmdCtx) {
 		fs.StringVar(&c.duration, "duration", "30s", "how long the simulated workspace changes before the final comparison")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 
 	"github.com/slackpoll/slackpoll/internal/httpapi"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
@@ -103,5 +104,41 @@ func cmdUntrack(ctx context.Context, c *cmdCtx) error {
 		return fmt.Errorf("untrack: %w", err)
 	}
 	fmt.Fprintf(c.env.Stdout, "untracked %s %s\n", ch, ts)
+	return nil
+}
+
+// cmdRetry is `slackpoll retry [CHANNEL...]`: readmodel.Retry, in the store file or,
+// while the daemon holds it, through its API (POST /v1/conversations/retry).
+func cmdRetry(ctx context.Context, c *cmdCtx) error {
+	cfg, err := c.loadConfig()
+	if err != nil {
+		return err
+	}
+	for _, ch := range c.args {
+		if !rm.ValidConversationID(ch) {
+			return usageErr("retry: %q is not a Slack conversation ID (C…, G… or D…)", ch)
+		}
+	}
+	w, err := openWriter(cfg, "retry")
+	if err != nil {
+		return err
+	}
+	defer func() { _ = w.Close() }() // Retry committed in its own transaction
+	var due []string
+	if w.api != nil {
+		var resp httpapi.RetryResponse
+		err = w.api.post("/v1/conversations/retry", httpapi.RetryRequest{Channels: c.args}, &resp)
+		due = resp.Channels
+	} else {
+		due, err = rm.Retry(w.store, c.args)
+	}
+	if err != nil {
+		return fmt.Errorf("retry: %w", err)
+	}
+	if len(due) == 0 {
+		fmt.Fprintln(c.env.Stdout, "no conversation waits for a retry")
+		return nil
+	}
+	fmt.Fprintf(c.env.Stdout, "retrying at the next tick: %s\n", strings.Join(due, ", "))
 	return nil
 }

@@ -147,3 +147,38 @@ func (a *api) untrack(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, UntrackResponse{Channel: channel, TS: string(ts)})
 	}
 }
+
+// RetryRequest is the body of POST /v1/conversations/retry; RetryResponse its answer.
+type RetryRequest struct {
+	// Channels are the conversations to retry; empty retries every one waiting.
+	Channels []string `json:"channels"`
+}
+
+// RetryResponse lists the conversations made due at the next tick.
+type RetryResponse struct {
+	Channels []string `json:"channels"`
+}
+
+// retry answers POST /v1/conversations/retry: readmodel.Retry. 404 when a named
+// conversation waits for no retry.
+func (a *api) retry(w http.ResponseWriter, r *http.Request) {
+	var req RetryRequest
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		writeError(w, http.StatusBadRequest, "body: want {\"channels\": [\"C…\"]} (empty for all): %v", err)
+		return
+	}
+	due, err := rm.Retry(a.store, req.Channels)
+	switch {
+	case errors.Is(err, rm.ErrNotWaiting):
+		writeError(w, http.StatusNotFound, "%v", err)
+	case err != nil:
+		a.internalError(w, r, err)
+	default:
+		if due == nil {
+			due = []string{}
+		}
+		writeJSON(w, http.StatusOK, RetryResponse{Channels: due})
+	}
+}

@@ -11,6 +11,7 @@
 //	GET  /v1/users/{id}                           one user line (to resolve reaction users)
 //	POST /v1/tracked                              {"channel","ts","record"} → the message line
 //	DELETE /v1/tracked/{channel}/{ts}             untrack → {"channel","ts"}
+//	POST /v1/conversations/retry                  {"channels":[…]} → {"channels":[…]} made due (readmodel.Retry)
 //	GET  /v1/status                               the status report (internal/status.Report)
 //	GET  /v1/changes                              ?after=&cursor=&limit=&wait=&kind=&channel=&record=&own= → {"items", "next_cursor", "oldest", "last"}; 410 when pruned, 409 when after > last
 //	GET  /v1/outbox                               ?webhook=&parked=true → {"items": [outbox rows]}
@@ -142,6 +143,7 @@ func (a *api) routes(mux router) {
 	mux.HandleFunc("GET /v1/users/{id}", a.user)
 	mux.HandleFunc("POST /v1/tracked", a.track)
 	mux.HandleFunc("DELETE /v1/tracked/{channel}/{ts}", a.untrack)
+	mux.HandleFunc("POST /v1/conversations/retry", a.retry)
 	mux.HandleFunc("GET /v1/status", a.status)
 	mux.HandleFunc("GET /v1/changes", a.changes)
 	mux.HandleFunc("GET /v1/outbox", a.outbox)
