@@ -23,5 +23,17 @@ func main() {
 		fmt.Fprintln(os.Stderr, "slackpoll: second signal, exiting at once")
 		os.Exit(1)
 	}()
-	os.Exit(cli.Main(ctx, os.Args[1:], cli.Env{Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv}))
+	// SIGHUP's default is to exit at once, silently: `run` reloads its config instead.
+	hups := make(chan os.Signal, 1)
+	hangup := make(chan struct{}, 1)
+	signal.Notify(hups, syscall.SIGHUP)
+	go func() {
+		for range hups {
+			select {
+			case hangup <- struct{}{}:
+			default: // a reload is pending already
+			}
+		}
+	}()
+	os.Exit(cli.Main(ctx, os.Args[1:], cli.Env{Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv, Hangup: hangup}))
 }

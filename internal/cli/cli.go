@@ -61,6 +61,9 @@ type Env struct {
 	Stdout, Stderr io.Writer
 	// Getenv reads the environment (os.Getenv in main).
 	Getenv func(string) string
+	// Hangup receives a value on every SIGHUP (nil: none). `run` reloads its config;
+	// every other command ends as on SIGINT.
+	Hangup <-chan struct{}
 }
 
 // exitError carries the exit status a failure maps to.
@@ -227,6 +230,20 @@ func dispatch(ctx context.Context, args []string, env Env) error {
 			return &helpError{usageErr("%s takes no arguments, got %q", cmd.name, strings.Join(c.args, " ")), cmd.name}
 		}
 		return &helpError{usageErr("%s needs %s, got %q", cmd.name, cmd.args, strings.Join(c.args, " ")), cmd.name}
+	}
+	if cmd.name != "run" && env.Hangup != nil {
+		// Only the daemon reloads on SIGHUP; for the others it is the terminal going
+		// away: end as on SIGINT.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		go func() {
+			select {
+			case <-env.Hangup:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
 	}
 	return runtimeErr(cmd.run(ctx, c))
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 
 	"github.com/slackpoll/slackpoll/config"
 	boltstore "github.com/slackpoll/slackpoll/internal/bolt"
@@ -26,6 +27,8 @@ type daemon struct {
 	// POSTs them to the webhooks (nil without webhooks).
 	notifier  *changefeed.Notifier
 	deliverer *webhook.Deliverer
+	// reloadable is what a SIGHUP changes in place.
+	reloadable *reloadable
 }
 
 func (c *cmdCtx) startDaemon() (*daemon, error) {
@@ -42,7 +45,12 @@ func (c *cmdCtx) startDaemon() (*daemon, error) {
 	if len(cfg.Conversations) == 0 && cfg.Discover == "" {
 		return nil, usageErr("%s: nothing to poll: list conversation IDs under conversations, or set discover: member", cfg.File())
 	}
-	log := newLogger(cfg.Log, c.env.Stderr)
+	rl := &reloadable{}
+	rl.level.Set(logLevel(cfg.Log.Level))
+	rl.levelName = cfg.Log.Level
+	convs := slices.Clone(cfg.Conversations)
+	rl.conversations.Store(&convs)
+	log := newLoggerAt(&rl.level, cfg.Log.Format, c.env.Stderr)
 	store, err := openStore(cfg)
 	if err != nil {
 		return nil, err
@@ -54,7 +62,7 @@ func (c *cmdCtx) startDaemon() (*daemon, error) {
 		_ = store.Close() // the configuration error is the one to report
 		return nil, &exitError{ExitUsage, err}
 	}
-	d := &daemon{cfg: cfg, log: log, store: store, metrics: metrics, notifier: &changefeed.Notifier{}}
+	d := &daemon{cfg: cfg, log: log, store: store, metrics: metrics, notifier: &changefeed.Notifier{}, reloadable: rl}
 	d.deliverer = d.newDeliverer()
 	metrics.SetWebhooks(webhookNames(cfg))
 	pc := pollerConfig(cfg, log)
@@ -97,6 +105,7 @@ func cmdRun(ctx context.Context, c *cmdCtx) (err error) {
 	defer stopHTTP() // before the store closes: requests in flight still read it
 	stopFeed := d.runFeed(ctx)
 	defer stopFeed() // deliveries in flight are abandoned; their lease frees the rows
+	d.watchHangup(ctx, c)
 	d.log.Info("slackpoll started", "store", d.cfg.Store.Path, "conversations", len(d.cfg.Conversations),
 		"discover", d.cfg.Discover, "interval", d.cfg.Tick.Interval, "rate_profile", d.cfg.Slack.RateProfile)
 	err = d.poller.Run(ctx)

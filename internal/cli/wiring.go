@@ -4,7 +4,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/slackpoll/slackpoll/config"
@@ -37,10 +36,15 @@ func (c *cmdCtx) loadConfig() (*config.Config, error) {
 
 // newLogger builds the slog logger of log.level and log.format, writing to w.
 func newLogger(cfg config.Log, w io.Writer) *slog.Logger {
-	var level slog.Level
-	_ = level.UnmarshalText([]byte(strings.ToUpper(cfg.Level)))
+	var level slog.LevelVar
+	level.Set(logLevel(cfg.Level))
+	return newLoggerAt(&level, cfg.Format, w)
+}
+
+// newLoggerAt builds a logger of format whose level follows level (SIGHUP changes it).
+func newLoggerAt(level slog.Leveler, format string, w io.Writer) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: level}
-	if cfg.Format == "json" {
+	if format == "json" {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))

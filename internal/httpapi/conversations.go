@@ -20,7 +20,7 @@ func (a *api) conversations(w http.ResponseWriter, r *http.Request) {
 			items = append(items, rm.NewConversationLine(&c))
 			return nil
 		})
-		for _, id := range a.configured {
+		for _, id := range a.configuredNow() {
 			if !stored[id] {
 				stored[id] = true
 				items = append(items, rm.NewConversationLine(&rm.Conversation{ID: id, Status: rm.StatusPending}))
@@ -51,7 +51,7 @@ var errUnknownConversation = errors.New("unknown conversation")
 // knownConversation reports whether id is stored, configured, or holds messages (a
 // message tracked in a conversation that was never polled).
 func (a *api) knownConversation(tx rm.Tx, id string) (bool, error) {
-	if slices.Contains(a.configured, id) {
+	if slices.Contains(a.configuredNow(), id) {
 		return true, nil
 	}
 	if _, ok, err := tx.Conversation(id); err != nil || ok {

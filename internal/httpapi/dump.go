@@ -28,7 +28,7 @@ func (a *api) export(w http.ResponseWriter, r *http.Request) {
 	noWriteDeadline(w)
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	cw := &clientWriter{w: w}
-	err := a.store.View(func(tx rm.Tx) error { return rm.Export(tx, cw, a.configured) })
+	err := a.store.View(func(tx rm.Tx) error { return rm.Export(tx, cw, a.configuredNow()) })
 	a.streamFailed(r, cw, "export", err)
 }
 

@@ -94,7 +94,7 @@ func (a *api) track(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "ts: %v", err)
 		return
 	}
-	err = rm.TrackPolled(a.store, a.configured, req.Channel, ts, req.Record)
+	err = rm.TrackPolled(a.store, a.configuredNow(), req.Channel, ts, req.Record)
 	switch {
 	case errors.Is(err, rm.ErrNotPolled), errors.Is(err, rm.ErrBadRecord), !rm.ValidConversationID(req.Channel):
 		writeError(w, http.StatusBadRequest, "%v", err)

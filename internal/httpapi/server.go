@@ -70,6 +70,9 @@ type Options struct {
 	OnRequeue func()
 	// Webhooks are the configured webhook names, for the status report's outbox.
 	Webhooks []string
+	// CurrentConfigured, if set, overrides Configured with the conversations
+	// configured now (they change when the daemon reloads its config on SIGHUP).
+	CurrentConfigured func() []string
 	// Running, if set, reports the tick under way (readmodel.Poller.Running), for the
 	// status report.
 	Running func() (rm.TickRunning, bool)
@@ -91,6 +94,15 @@ type api struct {
 	webhooks   []string
 	metrics    *Metrics
 	running    func() (rm.TickRunning, bool)
+	current    func() []string
+}
+
+// configuredNow is the configured conversations as of now (Options.CurrentConfigured).
+func (a *api) configuredNow() []string {
+	if a.current != nil {
+		return a.current()
+	}
+	return a.configured
 }
 
 // New returns the API's handler. It registers Options.Store with Options.Metrics for
@@ -100,7 +112,7 @@ func New(opts Options) http.Handler {
 		store: opts.Store, configured: opts.Configured, interval: opts.Interval,
 		ready: opts.Ready, log: opts.Logger, now: opts.Now,
 		notifier: opts.Notifier, onRequeue: opts.OnRequeue, webhooks: opts.Webhooks,
-		running: opts.Running,
+		running: opts.Running, current: opts.CurrentConfigured,
 	}
 	if a.log == nil {
 		a.log = slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -179,6 +179,17 @@ type Poller struct {
 	firstSyncLogged, firstSyncDone bool
 	// current is the tick under way, for Running (read by other goroutines).
 	current atomic.Pointer[tick]
+	// reconfigured holds the conversations SetConversations gave, until the next
+	// tick takes them.
+	reconfigured atomic.Pointer[[]string]
+}
+
+// SetConversations replaces the configured conversations from the next tick on (a
+// config reloaded on SIGHUP). Safe for concurrent use with Tick. A conversation no
+// longer configured keeps its stored messages; it is no longer read.
+func (p *Poller) SetConversations(ids []string) {
+	ids = slices.Clone(ids)
+	p.reconfigured.Store(&ids)
 }
 
 // TickRunning is the tick under way: its number in this process, when it started,
@@ -284,6 +295,9 @@ func storeErr(err error) error {
 // exhaustion, the soft deadline and per-conversation or per-item errors are not errors.
 func (p *Poller) Tick(ctx context.Context) (TickSummary, error) {
 	p.tickNo++
+	if ids := p.reconfigured.Swap(nil); ids != nil {
+		p.cfg.Conversations = *ids
+	}
 	t := newTick(p, ctx)
 	t.no = p.tickNo
 	p.current.Store(t)

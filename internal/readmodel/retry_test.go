@@ -76,3 +76,27 @@ func TestAConversationWaitingAfterAnErrorIsReadAfterARestartOrARetry(t *testing.
 		t.Errorf("status at the tick after retry = %q, want ok", got)
 	}
 }
+
+// SetConversations (a config reloaded on SIGHUP) takes effect at the next tick: a
+// conversation added is read.
+func TestSetConversationsTakesEffectAtTheNextTick(t *testing.T) {
+	src := newStub()
+	for _, ch := range []string{"C1", "C2"} {
+		src.addChannel(ch)
+		src.post(msg(ch, ts(3600, 1), "U1", "hello"))
+	}
+	store := openStore(t)
+	clock := &fixedClock{t: epoch}
+	p := rm.NewPoller(store, src, rm.PollerConfig{Conversations: []string{"C1"}, Budget: rm.Budget{HistoryCalls: 5, RepliesCalls: 5, UsersInfoCalls: 5}, Now: clock.Now})
+	if _, err := p.Tick(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	p.SetConversations([]string{"C1", "C2"})
+	clock.Advance(time.Minute)
+	if _, err := p.Tick(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := statusOf(t, store, "C2"); got != rm.StatusOK {
+		t.Errorf("C2 after SetConversations and a tick: status %q, want ok", got)
+	}
+}
