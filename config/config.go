@@ -94,6 +94,10 @@ type Users struct {
 type HTTP struct {
 	Listen string `yaml:"listen" json:"listen"` // "" (off) or host:port, e.g. "127.0.0.1:8089", ":8089"
 	Token  Secret `yaml:"token" json:"token"`   // optional bearer token for the read API; "" = none
+	// AllowedHosts are more names requests may give in their Host header besides
+	// loopback names, IP addresses and http.listen's host: a service name such as
+	// "slackpoll" in Docker Compose or Kubernetes. Names, without a port.
+	AllowedHosts []string `yaml:"allowed_hosts" json:"allowed_hosts"`
 }
 
 // Changes configures the change feed (GET /v1/changes, slackpoll changes).

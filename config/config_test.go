@@ -31,7 +31,7 @@ func documented() Config {
 		Tracking:      Tracking{WatchedShare: 0.5},
 		Window:        Window{Bulk: Duration(72 * time.Hour)},
 		Users:         Users{CacheTTL: Duration(168 * time.Hour)},
-		HTTP:          HTTP{Listen: "", Token: ""},
+		HTTP:          HTTP{Listen: "", Token: "", AllowedHosts: []string{}},
 		Changes:       Changes{Retention: Duration(168 * time.Hour)},
 		Webhooks:      []Webhook{},
 		Log:           Log{Level: "info", Format: "text"},

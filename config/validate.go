@@ -55,6 +55,7 @@ func (c *Config) Validate() error {
 	v.positive("window.bulk", c.Window.Bulk, "72h")
 	v.positive("users.cache_ttl", c.Users.CacheTTL, "168h")
 	v.listen()
+	v.allowedHosts()
 	v.secret("http.token", c.HTTP.Token)
 	v.positive("changes.retention", c.Changes.Retention, "168h")
 	v.webhooks()
@@ -201,6 +202,18 @@ func (v *validator) listen() {
 	}
 	if err != nil {
 		v.fail("http.listen", "%q is not host:port with a port number: want e.g. 127.0.0.1:8089 or :8089, or \"\" for no HTTP server", l)
+	}
+}
+
+// allowedHosts checks http.allowed_hosts: host names, no port, no scheme, no
+// wildcard (a wildcard would let any re-resolved name through, which the Host check
+// exists to stop).
+func (v *validator) allowedHosts() {
+	for i, h := range v.c.HTTP.AllowedHosts {
+		key := fmt.Sprintf("http.allowed_hosts[%d]", i)
+		if h == "" || strings.ContainsAny(h, ":/*@ ") {
+			v.fail(key, "%q is not a host name: want a name such as slackpoll or slackpoll.monitoring.svc, without a port or scheme", h)
+		}
 	}
 }
 

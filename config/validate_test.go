@@ -59,6 +59,8 @@ func TestValidationErrors(t *testing.T) {
 			[]string{`line 2: http.listen: "8089" is not host:port with a port number: want e.g. 127.0.0.1:8089 or :8089, or "" for no HTTP server`}},
 		{"listen no port", "http: {listen: localhost}\n", "http.listen", []string{`"localhost" is not host:port`}},
 		{"listen named port", "http: {listen: 'localhost:http'}\n", "http.listen", []string{`"localhost:http" is not host:port`}},
+		{"allowed host with a port", "http: {allowed_hosts: ['slackpoll:8089']}\n", "http.allowed_hosts[0]", []string{`"slackpoll:8089" is not a host name`}},
+		{"allowed host wildcard", "http: {allowed_hosts: ['*']}\n", "http.allowed_hosts[0]", []string{`"*" is not a host name`}},
 		{"listen big port", "http: {listen: ':70000'}\n", "http.listen", []string{`":70000" is not host:port`}},
 		{"empty store path", "store: {path: ''}\n", "store.path", []string{`store.path: must not be empty`}},
 	} {

@@ -34,7 +34,7 @@ func (d *daemon) serveHTTP() (stop func(), err error) {
 		Store: d.store, Configured: d.cfg.Conversations, Interval: d.cfg.Tick.Interval.D(),
 		Token: d.cfg.HTTP.Token.Reveal(), Ready: d.metrics.Ready, Metrics: d.metrics, Logger: d.log, Listen: listen,
 		Notifier: d.notifier, OnRequeue: d.wakeDeliverer, Webhooks: webhookNames(d.cfg), Running: d.poller.Running,
-		CurrentConfigured: d.reloadable.configured,
+		CurrentConfigured: d.reloadable.configured, AllowedHosts: d.cfg.HTTP.AllowedHosts,
 	})
 	srv := httpapi.NewServer(listen, h)
 	srv.RegisterOnShutdown(d.notifier.Close) // long polls answer now, not when cut

@@ -110,6 +110,29 @@ func TestHostHeaderOfAnotherNameIsRefused(t *testing.T) {
 	}
 }
 
+// A scraper or sidecar that reaches the daemon by a service name (Docker Compose
+// "slackpoll:8089", a Kubernetes service) is served once the name is in
+// http.allowed_hosts; other names are still refused. It got 403 whatever the config.
+func TestAllowedHostsAdmitServiceNames(t *testing.T) {
+	f := readfixture.New(t, readfixture.Options{})
+	srv := httptest.NewServer(httpapi.New(httpapi.Options{
+		Store: f.Store, Configured: f.Configured, Interval: readfixture.Interval, Now: f.Clock.Now, Listen: "0.0.0.0:8089",
+		AllowedHosts: []string{"slackpoll", "slackpoll.monitoring.svc"},
+	}))
+	t.Cleanup(srv.Close)
+	for host, want := range map[string]int{
+		"slackpoll:8089":                http.StatusOK,
+		"Slackpoll":                     http.StatusOK,
+		"slackpoll.monitoring.svc:8089": http.StatusOK,
+		"evil.example:8089":             http.StatusForbidden,
+		"slackpoll.evil.example":        http.StatusForbidden,
+	} {
+		if got := send(t, srv, "GET", "/metrics", host, "", ""); got != want {
+			t.Errorf("Host %q: %d, want %d", host, got, want)
+		}
+	}
+}
+
 // A cross-origin page can POST without a preflight only as text/plain, a form or
 // multipart: a state-changing request needs Content-Type: application/json.
 func TestStateChangingRequestNeedsJSONContentType(t *testing.T) {

@@ -8,27 +8,31 @@ import (
 )
 
 // checkHost refuses (403) a request whose Host names neither a loopback name
-// (localhost, *.localhost), an IP address, nor the host of the configured listen
-// address. A web page on evil.example that re-resolves its name to 127.0.0.1 (DNS
-// rebinding) reaches the API with Host: evil.example; an IP literal cannot be
-// re-resolved, so it is served.
-func checkHost(listen string, next http.Handler) http.Handler {
+// (localhost, *.localhost), an IP address, the host of the configured listen
+// address, nor one of allowed (http.allowed_hosts: a service name). A web page on
+// evil.example that re-resolves its name to 127.0.0.1 (DNS rebinding) reaches the
+// API with Host: evil.example; an IP literal cannot be re-resolved, so it is served.
+func checkHost(listen string, allowed []string, next http.Handler) http.Handler {
 	own, _, err := net.SplitHostPort(listen)
 	if err != nil {
 		own = ""
 	}
 	own = strings.ToLower(own)
+	names := map[string]bool{}
+	for _, a := range allowed {
+		names[strings.ToLower(a)] = true
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		host := strings.ToLower(r.Host)
 		if h, _, err := net.SplitHostPort(host); err == nil {
 			host = h
 		}
 		host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-		if host == "localhost" || strings.HasSuffix(host, ".localhost") || net.ParseIP(host) != nil || own != "" && host == own {
+		if host == "localhost" || strings.HasSuffix(host, ".localhost") || net.ParseIP(host) != nil || own != "" && host == own || names[host] {
 			next.ServeHTTP(w, r)
 			return
 		}
-		writeError(w, http.StatusForbidden, "Host %.80q is not this API's: use localhost, an IP address or the host of http.listen", r.Host)
+		writeError(w, http.StatusForbidden, "Host %.80q is not this API's: use localhost, an IP address or the host of http.listen, or add the name to http.allowed_hosts", r.Host)
 	})
 }
 

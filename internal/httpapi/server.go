@@ -79,6 +79,8 @@ type Options struct {
 	// Listen is http.listen: besides loopback names and IP addresses, requests
 	// may name its host in their Host header (checkHost).
 	Listen string
+	// AllowedHosts are more names the Host header may give (http.allowed_hosts).
+	AllowedHosts []string
 }
 
 // api holds the handlers' dependencies.
@@ -133,7 +135,7 @@ func New(opts Options) http.Handler {
 	var h http.Handler = mux
 	h = requireJSON(h)
 	h = requireToken(opts.Token, h, "/healthz")
-	h = checkHost(opts.Listen, h)
+	h = checkHost(opts.Listen, opts.AllowedHosts, h)
 	h = jsonErrors(h)
 	h = logRequests(a.log, h)
 	return h
