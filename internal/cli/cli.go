@@ -47,6 +47,7 @@ Usage:
                                           serves a changing simulated workspace to poll with run
   slackpoll config [--config F]            the effective config, secrets redacted
   slackpoll backup [--config F] FILE       a consistent copy of the store, also while run holds it
+  slackpoll healthcheck [--config F] [--live]  exit 0 when the daemon's /readyz (--live: /healthz) answers 200
   slackpoll version                        version, VCS revision and Go version
 
 The config path defaults to $SLACKPOLL_CONFIG, else ./slackpoll.yaml; run and once
@@ -141,7 +142,9 @@ type cmdCtx struct {
 	seed       int64
 	feed       feedFlags
 	live       demoLive // demo --listen: the explorable demo
-	args       []string
+	// healthcheck --live: /healthz instead of /readyz
+	liveOnly bool
+	args     []string
 }
 
 var commands = []command{
@@ -176,6 +179,9 @@ var commands = []command{
 	}, noConfig: true},
 	{name: "config", about: "Print the effective config (defaults, file, environment) with secrets redacted.", run: cmdConfig},
 	{name: "backup", about: "Write a consistent copy of the store to FILE, also while run holds it (through its API).", args: "FILE", nargs: 1, run: cmdBackup},
+	{name: "healthcheck", about: "Exit 0 when the running daemon answers /readyz (store readable, token accepted), else 1: for container health checks.", run: cmdHealthcheck, flags: func(fs *pflag.FlagSet, c *cmdCtx) {
+		fs.BoolVar(&c.liveOnly, "live", false, "ask /healthz (the process serves) instead of /readyz")
+	}},
 	{name: "version", about: "Print the version, VCS revision and Go version of this binary.", run: cmdVersion, noConfig: true},
 }
 
