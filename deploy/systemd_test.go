@@ -32,8 +32,8 @@ func TestSystemdUnitsVerify(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(string(b), "ExecStart=/usr/local/bin/slackpoll run --config /etc/slackpoll/") {
-			t.Errorf("%s does not run slackpoll run with a config under /etc/slackpoll", src)
+		if !strings.Contains(string(b), "ExecStart=/usr/local/bin/slackpoll run --config %d/slackpoll.yaml") || !strings.Contains(string(b), "LoadCredential=slackpoll.yaml:/etc/slackpoll/") {
+			t.Errorf("%s does not run slackpoll run with its config under /etc/slackpoll, passed as a credential", src)
 		}
 		unit := strings.ReplaceAll(string(b), "/usr/local/bin/slackpoll", self)
 		path := filepath.Join(dir, dst)
