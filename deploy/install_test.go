@@ -97,7 +97,7 @@ func (h *host) rooted(s string) string {
 // docs ask for it: an absolute store.path under /var/lib/slackpoll.
 func (h *host) writeConfig(name, storePath string) {
 	cfg := fmt.Sprintf("slack:\n  api_url: %s\n  rate_profile: internal\nstore:\n  path: %s\nconversations: [C0GENERAL]\nlog:\n  level: warn\n",
-		h.api, h.rooted(" "+storePath)[1:])
+		h.api, h.rooted(" " + storePath)[1:])
 	if err := os.WriteFile(filepath.Join(h.work, name), []byte(cfg), 0o644); err != nil {
 		h.t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func (h *host) install(unitFile string, rename map[string]string) {
 			step = strings.ReplaceAll(step, from, to)
 		}
 		step = strings.ReplaceAll(step, "xoxb-...", h.fake.Token())
-		script.WriteString(h.rooted(" "+step)[1:] + "\n")
+		script.WriteString(h.rooted(" " + step)[1:] + "\n")
 	}
 	cmd := exec.CommandContext(h.t.Context(), "bash", "-c", script.String())
 	cmd.Dir = h.work
