@@ -59,6 +59,21 @@ func apiBaseURL(listen string) string {
 	return "http://" + net.JoinHostPort(host, port)
 }
 
+// errAPIUnreachable matches the error of a request the daemon's API did not answer
+// (connection refused or cut): the daemon is stopped or restarting.
+var errAPIUnreachable = errors.New("the daemon's HTTP API did not answer")
+
+// unreachableError is a request the daemon's API did not answer; its message says
+// what to check, and errors.Is matches errAPIUnreachable.
+type unreachableError struct {
+	msg string
+	err error
+}
+
+func (e *unreachableError) Error() string        { return e.msg }
+func (e *unreachableError) Unwrap() error        { return e.err }
+func (e *unreachableError) Is(target error) bool { return target == errAPIUnreachable }
+
 // errAPINotFound matches a 404 of the API: an unknown conversation, message, record
 // or user.
 var errAPINotFound = errors.New("not found")
@@ -113,13 +128,13 @@ func (c *apiClient) doCtx(ctx context.Context, method, path string, body, v any)
 		if errors.As(err, &ue) {
 			err = ue.Err // the URL is said below; the error alone is clearer
 		}
-		return fmt.Errorf("store %s is locked by another process (is \"slackpoll run\" running?), and the daemon's HTTP API at %s did not answer (%v): is http.listen the address the daemon listens on?",
-			c.store, c.base, err)
+		return &unreachableError{err: err, msg: fmt.Sprintf("store %s is locked by another process (is \"slackpoll run\" running?), and the daemon's HTTP API at %s did not answer (%v): is http.listen the address the daemon listens on?",
+			c.store, c.base, err)}
 	}
 	defer func() { _ = resp.Body.Close() }() // read in full below
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
 	if err != nil {
-		return fmt.Errorf("reading the answer of the daemon's HTTP API at %s: %w", c.base, err)
+		return &unreachableError{err: err, msg: fmt.Sprintf("reading the answer of the daemon's HTTP API at %s: %v", c.base, err)}
 	}
 	switch {
 	case resp.StatusCode == http.StatusUnauthorized:

@@ -67,10 +67,27 @@ func cmdChanges(ctx context.Context, c *cmdCtx) error {
 	enc := json.NewEncoder(c.env.Stdout)
 	enc.SetEscapeHTML(false)
 	after := c.feed.after
+	var lost time.Time // when the daemon stopped answering a follow; zero while it answers
 	for {
 		var p changefeed.Page
 		if r.api != nil {
 			p, err = r.api.changes(ctx, after, q, c.feed.follow)
+			if c.feed.follow && ctx.Err() == nil && errors.Is(err, errAPIUnreachable) {
+				// The daemon restarts (an upgrade, a crash, a SIGHUP turned into a
+				// restart): wait for it and go on after the last seq printed.
+				if lost.IsZero() {
+					lost = time.Now()
+					fmt.Fprintf(c.env.Stderr, "slackpoll: changes --follow: the daemon at %s does not answer (%v); reconnecting, then resuming after seq %d\n", r.api.base, errors.Unwrap(err), after)
+				}
+				if sleepCtx(ctx, followRetry(time.Since(lost))) != nil {
+					return nil
+				}
+				continue
+			}
+			if err == nil && !lost.IsZero() {
+				fmt.Fprintf(c.env.Stderr, "slackpoll: changes --follow: reconnected after %s; resuming after seq %d\n", time.Since(lost).Round(time.Second), after)
+				lost = time.Time{}
+			}
 		} else {
 			err = r.store.View(func(tx rm.Tx) error {
 				var err error
@@ -100,6 +117,24 @@ func cmdChanges(ctx context.Context, c *cmdCtx) error {
 			return fmt.Errorf("changes --follow: no daemon holds store %s, so nothing new will come; printed up to seq %d (start `slackpoll run` with http.listen set, then follow with --after %d)",
 				cfg.Store.Path, after, after)
 		}
+	}
+}
+
+// followRetry is the pause before asking again a daemon that stopped answering for
+// down: 1 s at first, then longer, at most 10 s.
+func followRetry(down time.Duration) time.Duration {
+	return min(max(down/4, time.Second), 10*time.Second)
+}
+
+// sleepCtx sleeps d or until ctx ends (then its error).
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
 	}
 }
 

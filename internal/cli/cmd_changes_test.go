@@ -4,13 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	boltstore "github.com/slackpoll/slackpoll/internal/bolt"
+	"github.com/slackpoll/slackpoll/internal/httpapi"
 	"github.com/slackpoll/slackpoll/internal/readfixture"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 )
@@ -185,4 +189,87 @@ func TestOutboxSaysWhenItListsOnlyThe1000First(t *testing.T) {
 		t.Fatalf("outbox: %d %s", code, errOut)
 	}
 	wantContains(t, "outbox of 1001 rows", out, "only the first 1000 rows are listed")
+}
+
+// `changes --follow` through the daemon's API outlives a restart of the daemon: it
+// says it lost the daemon, waits for it, and goes on after the last seq it printed.
+// It used to exit 1, blaming http.listen.
+func TestChangesFollowResumesAfterTheDaemonRestarts(t *testing.T) {
+	f := readfixture.New(t, readfixture.Options{})
+	appendChange := func(kind string) uint64 {
+		c := rm.Change{ID: rm.NewEventID(), Kind: kind, Channel: readfixture.General, TS: "1.000001"}
+		if err := f.Store.Update(func(tx rm.Tx) error { return tx.AppendChange(&c) }); err != nil {
+			t.Fatal(err)
+		}
+		return c.Seq
+	}
+	first := appendChange(rm.ChangeReactionAdded)
+	serve := func(ln net.Listener) *httptest.Server {
+		srv := httptest.NewUnstartedServer(httpapi.New(httpapi.Options{Store: f.Store, Configured: f.Configured, Interval: readfixture.Interval, Now: f.Clock.Now}))
+		srv.Listener = ln
+		srv.Start()
+		return srv
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	srv := serve(ln)
+	cfg := writeConfig(t, cfgOpts{store: f.Path, convs: f.Configured, listen: addr})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var out, errOut syncWriter
+	done := make(chan int)
+	go func() {
+		done <- Main(ctx, []string{"changes", "--config", cfg, "--after", fmt.Sprint(first - 1), "--follow"}, Env{Stdout: &out, Stderr: &errOut, Getenv: func(string) string { return "" }})
+	}()
+	waitUntil(t, func() bool { return strings.Contains(out.String(), fmt.Sprintf(`"seq":%d`, first)) }, "the first change")
+	srv.Close() // the daemon stops
+	waitUntil(t, func() bool { return strings.Contains(errOut.String(), "reconnecting") }, "a line saying the daemon is gone")
+	second := appendChange(rm.ChangeMessageEdited)
+	ln, err = net.Listen("tcp", addr) // and starts again, on the same address
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv = serve(ln)
+	defer srv.Close()
+	waitUntil(t, func() bool { return strings.Contains(out.String(), fmt.Sprintf(`"seq":%d`, second)) }, "the change written while the daemon was down")
+	cancel()
+	if code := <-done; code != ExitOK {
+		t.Errorf("changes --follow ended with %d after Ctrl-C, want 0; stderr:\n%s", code, errOut.String())
+	}
+	if n := strings.Count(out.String(), fmt.Sprintf(`"seq":%d,`, first)); n != 1 {
+		t.Errorf("the first change was printed %d times, want once (resume after the last seq printed):\n%s", n, out.String())
+	}
+	wantContains(t, "stderr", errOut.String(), fmt.Sprintf("resuming after seq %d", first))
+}
+
+// syncWriter is a goroutine-safe strings.Builder.
+type syncWriter struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (w *syncWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *syncWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
+
+func waitUntil(t *testing.T, cond func() bool, what string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s within 20 s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

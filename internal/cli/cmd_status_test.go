@@ -19,9 +19,9 @@ func TestStatusReadsTheStoreWhenNoDaemonHoldsIt(t *testing.T) {
 	}
 	wantContains(t, "status", out,
 		"status of store "+f.Path+" (no daemon holds it)",
-		"C0GENERAL     general  public_channel   ok",
-		"missing_scope (add scope groups:history)",
-		"not_in_channel (invite the bot)",
+		"C0GENERAL  general  public   ok",
+		"G0SECRET0: missing_scope: add scope groups:history",
+		"C0OUTSIDE: not_in_channel: invite the bot",
 		"tracked: 4 messages (1 never polled)",
 		"last tick: 2026-11-30T10:00:01Z",
 		"next tick: none scheduled",
@@ -52,7 +52,7 @@ func TestStatusAsksTheDaemonWhileItHoldsTheStore(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("status = %d, stderr %s", code, errOut)
 	}
-	wantContains(t, "status", out, "status of the running daemon at http://"+addr, "missing_scope (add scope groups:history)", "next tick: 2026-11-30T10:01:01Z")
+	wantContains(t, "status", out, "status of the running daemon at http://"+addr, "G0SECRET0: missing_scope: add scope groups:history", "next tick: 2026-11-30T10:01:01Z")
 }
 
 func TestStatusFailsAtOnceWhenLockedWithoutAPI(t *testing.T) {
