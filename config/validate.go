@@ -67,12 +67,23 @@ func (c *Config) Validate() error {
 // RequireToken reports an error unless slack.token is set. Commands that
 // call Slack (run, once) need it; the message says how to set it.
 func (c *Config) RequireToken() error {
-	if c.Slack.Token.IsSet() {
-		return nil
-	}
 	v := &validator{c: c}
-	v.fail("slack.token", "no Slack token: set SLACK_BOT_TOKEN in the environment, or slack.token in the config file (e.g. slack.token: ${MY_SLACK_TOKEN})")
-	return v.errs[0]
+	if !c.Slack.Token.IsSet() {
+		v.fail("slack.token", "no Slack token: set SLACK_BOT_TOKEN in the environment, or slack.token in the config file (e.g. slack.token: ${MY_SLACK_TOKEN})")
+		return v.errs[0]
+	}
+	// Slack answers another kind of token with invalid_auth or not_allowed_token_type,
+	// which says nothing of the cause. Only the prefix is quoted, never the token.
+	for _, t := range []struct{ prefix, kind string }{
+		{"xoxp-", "a user token"}, {"xapp-", "an app-level token"}, {"xoxe", "a refresh token"},
+		{"xoxc-", "a browser session token"}, {"xoxs-", "a session token"},
+	} {
+		if strings.HasPrefix(c.Slack.Token.Reveal(), t.prefix) {
+			v.fail("slack.token", "is %s (%s…): slackpoll needs a bot token (xoxb-…), the app's \"Bot User OAuth Token\" under OAuth & Permissions once it is installed to the workspace", t.kind, t.prefix)
+			return v.errs[0]
+		}
+	}
+	return nil
 }
 
 // RequireWebhookSecrets reports an error unless every webhook has its secret. Only

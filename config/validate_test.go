@@ -177,3 +177,20 @@ func TestRequireToken(t *testing.T) {
 		t.Errorf("token set: %v", err)
 	}
 }
+
+// A user or app-level token is refused with what to use instead, before any call:
+// Slack answered invalid_auth, which does not say the kind of token is wrong. The
+// token itself is never quoted.
+func TestRequireTokenRefusesTokensThatAreNotBotTokens(t *testing.T) {
+	for _, tok := range []string{"xoxp-1234-5678-abcdef", "xapp-1-A0123-456-abcdef"} {
+		t.Setenv("SLACK_BOT_TOKEN", tok)
+		c := mustLoad(t, "log: {level: info}\n")
+		err := c.RequireToken()
+		if err == nil || !errors.Is(err, ErrInvalid) {
+			t.Fatalf("RequireToken(%s…) = %v, want a config error", tok[:5], err)
+		}
+		if !strings.Contains(err.Error(), "slackpoll needs a bot token (xoxb-…)") || strings.Contains(err.Error(), tok) {
+			t.Errorf("RequireToken(%s…) = %v, want the bot token asked for, and the token not quoted", tok[:5], err)
+		}
+	}
+}
