@@ -2,7 +2,10 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/slackpoll/slackpoll/internal/readfixture"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
@@ -67,6 +70,17 @@ func TestShow(t *testing.T) {
 				t.Errorf("show of an unknown message = %d, want %d", code, ExitRuntime)
 			}
 			wantContains(t, "stderr", errOut, "not in the read model", "slackpoll track C0GENERAL 1600000000.000000")
+
+			// A message of a polled conversation that is not read yet: the next head
+			// read stores it; tracking it is not the advice (it was).
+			recent := fmt.Sprintf("%d.000100", time.Now().Add(-time.Minute).Unix())
+			_, _, errOut = runCLI(t.Context(), "show", "--config", cfg, readfixture.General, recent)
+			wantContains(t, "stderr", errOut, "not in the read model yet", "next head read", "No need to track it")
+			if strings.Contains(errOut, "slackpoll track") {
+				t.Errorf("show of a recent message not read yet advises track:\n%s", errOut)
+			}
+			_, _, errOut = runCLI(t.Context(), "show", "--config", cfg, "C0NOTPOLLED", recent)
+			wantContains(t, "stderr", errOut, "C0NOTPOLLED is not polled; add it to conversations")
 
 			code, _, errOut = runCLI(t.Context(), "show", "--config", cfg, "--record", "ticket-0")
 			if code != ExitRuntime {

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"time"
 
+	"github.com/slackpoll/slackpoll/config"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 	"github.com/slackpoll/slackpoll/internal/status"
 )
@@ -85,6 +87,9 @@ func cmdShow(ctx context.Context, c *cmdCtx) error {
 	} else {
 		line, labels, ownUser, err = showFromStore(r.store, ref, c.record)
 	}
+	if errors.Is(err, errNotInModel) {
+		return noMessageAdvice(cfg, ref, time.Now())
+	}
 	if err != nil {
 		return err
 	}
@@ -96,10 +101,31 @@ func cmdShow(ctx context.Context, c *cmdCtx) error {
 	return writeShow(c.env.Stdout, &line, labels, ownUser)
 }
 
-// errNoMessage says what to do about a message the model does not hold.
+// errNotInModel is a message the model does not hold; noMessageAdvice says why and
+// what to do.
+var errNotInModel = errors.New("not in the read model")
+
 func errNoMessage(ref rm.Ref) error {
-	return fmt.Errorf("message %s %s is not in the read model: track it with `slackpoll track %s %s`, it is read on the next tick",
-		ref.Channel, ref.TS, ref.Channel, ref.TS)
+	return fmt.Errorf("message %s %s is %w", ref.Channel, ref.TS, errNotInModel)
+}
+
+// noMessageAdvice says what to do about a message the model does not hold: nothing
+// for one of a polled conversation inside the bulk window, which the next head read
+// stores (tracking it would only make it a watched message); add the conversation
+// to the config for one not polled; track one older than the bulk window, which no
+// head read reaches.
+func noMessageAdvice(cfg *config.Config, ref rm.Ref, now time.Time) error {
+	polled := slices.Contains(cfg.Conversations, ref.Channel) || cfg.Discover != ""
+	switch {
+	case !polled:
+		return fmt.Errorf("message %s %s is not in the read model: %s is not polled; add it to conversations in %s (then it is read like the others)",
+			ref.Channel, ref.TS, ref.Channel, cfg.File())
+	case time.Unix(ref.TS.Unix(), 0).After(now.Add(-cfg.Window.Bulk.D())):
+		return fmt.Errorf("message %s %s is not in the read model yet: it is inside %s's bulk window (the last %s), which the next head read of %s stores; `slackpoll status` shows when it was last read (HEAD AGE). No need to track it",
+			ref.Channel, ref.TS, ref.Channel, cfg.Window.Bulk, ref.Channel)
+	}
+	return fmt.Errorf("message %s %s is not in the read model: it is older than the bulk window (%s), which head reads cover; track it with `slackpoll track %s %s`, it is read on the next tick",
+		ref.Channel, ref.TS, cfg.Window.Bulk, ref.Channel, ref.TS)
 }
 
 func errNoRecord(key string) error {
