@@ -39,7 +39,9 @@ Usage:
   slackpoll changes [--config F] [--after SEQ] [--follow] [--kind K] [--channel C] [--record R] [--own B]
                                           the change feed as JSON Lines
   slackpoll outbox  [--config F] [--webhook NAME] [--parked] [--json]
-                                          webhook deliveries waiting or parked
+                                          webhook deliveries waiting, held or parked
+  slackpoll outbox  [--config F] --drop --webhook NAME
+                                          drop the rows of a webhook removed from the config
   slackpoll requeue [--config F] --webhook NAME [SEQ...]
                                           parked deliveries back in line
   slackpoll demo   [--duration D] [--seed N] runs against a built-in simulated workspace
@@ -166,6 +168,7 @@ var commands = []command{
 		fs.StringVar(&c.feed.webhook, "webhook", "", "only this webhook's rows")
 		fs.BoolVar(&c.feed.parked, "parked", false, "only parked rows")
 		fs.BoolVar(&c.jsonOut, "json", false, "print JSON Lines")
+		fs.BoolVar(&c.feed.drop, "drop", false, "delete every row of --webhook, a webhook removed from the config (its changes stay in the feed)")
 	}},
 	{name: "requeue", about: "Put a webhook's parked outbox rows back in line (all of them, or the SEQs given).", args: "[SEQ...]", nargs: -1, run: cmdRequeue, flags: func(fs *pflag.FlagSet, c *cmdCtx) {
 		fs.StringVar(&c.feed.webhook, "webhook", "", "the webhook whose parked rows to requeue (required)")

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/slackpoll/slackpoll/config"
 	"github.com/slackpoll/slackpoll/internal/changefeed"
 	"github.com/slackpoll/slackpoll/internal/httpapi"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
@@ -28,6 +29,7 @@ type feedFlags struct {
 	own                      string
 	webhook                  string
 	parked                   bool
+	drop                     bool // outbox --drop: the rows of a webhook no longer configured
 }
 
 func changesFlags(fs *pflag.FlagSet, c *cmdCtx) {
@@ -169,6 +171,9 @@ func cmdOutbox(ctx context.Context, c *cmdCtx) error {
 	if err != nil {
 		return err
 	}
+	if c.feed.drop {
+		return dropOutbox(c, cfg)
+	}
 	r, err := openReader(cfg)
 	if err != nil {
 		return err
@@ -198,8 +203,13 @@ func cmdOutbox(ctx context.Context, c *cmdCtx) error {
 				return err
 			}
 		}
+		if len(rows) == 0 {
+			// stdout stays JSON Lines (none); a person is told why it is empty.
+			fmt.Fprintln(c.env.Stderr, "slackpoll: outbox: no rows")
+		}
 		return nil
 	}
+	held := heldBehind(rows)
 	tw := tabwriter.NewWriter(c.env.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "WEBHOOK\tSEQ\tKIND\tCHANNEL\tSTATE\tATTEMPTS\tWAITING\tLAST ERROR")
 	for _, row := range rows {
@@ -211,6 +221,8 @@ func cmdOutbox(ctx context.Context, c *cmdCtx) error {
 			state = "claimed"
 		case time.Now().Before(row.NextAttempt):
 			state = "retry at " + row.NextAttempt.Format(time.RFC3339)
+		case held[row.Seq] != 0:
+			state = fmt.Sprintf("held (behind seq %d)", held[row.Seq])
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%d\t%s\t%s\n", row.Webhook, row.Seq, row.Kind, dashIfEmpty(row.Channel), state,
 			row.Attempts, time.Since(row.Enqueued).Round(time.Second), dashIfEmpty(row.LastError))
@@ -226,6 +238,51 @@ func cmdOutbox(ctx context.Context, c *cmdCtx) error {
 		fmt.Fprintf(tw, "(only the first %d rows are listed; `slackpoll status` counts them all)\n", changefeed.MaxListed)
 	}
 	return tw.Flush()
+}
+
+// heldBehind finds the rows a failing row of their webhook and conversation holds
+// back (delivery follows seq order per conversation, README "Push"): seq → the
+// failing row's seq. A parked row holds nothing back.
+func heldBehind(rows []changefeed.RowSummary) map[uint64]uint64 {
+	held := map[uint64]uint64{}
+	failing := map[[2]string]uint64{} // webhook, channel → the first failing row's seq
+	for _, r := range rows {          // by webhook and seq
+		key := [2]string{r.Webhook, r.Channel}
+		if first, ok := failing[key]; ok && r.Channel != "" {
+			held[r.Seq] = first
+			continue
+		}
+		if !r.Parked && r.Attempts > 0 && r.Channel != "" {
+			failing[key] = r.Seq
+		}
+	}
+	return held
+}
+
+// dropOutbox is `slackpoll outbox --drop --webhook NAME`: changefeed.DropWebhook,
+// in the store file or through the daemon's API (POST /v1/outbox/drop).
+func dropOutbox(c *cmdCtx, cfg *config.Config) error {
+	if c.feed.webhook == "" {
+		return usageErr("outbox --drop: --webhook NAME is required: the webhook no longer configured whose rows to drop")
+	}
+	w, err := openWriter(cfg, "outbox --drop")
+	if err != nil {
+		return err
+	}
+	defer func() { _ = w.Close() }() // DropWebhook committed in its own transaction
+	var n int
+	if w.api != nil {
+		var resp httpapi.DropResponse
+		err = w.api.post("/v1/outbox/drop", httpapi.DropRequest{Webhook: c.feed.webhook}, &resp)
+		n = resp.Dropped
+	} else {
+		n, err = changefeed.DropWebhook(w.store, c.feed.webhook, webhookNames(cfg))
+	}
+	if err != nil {
+		return fmt.Errorf("outbox --drop: %w", err)
+	}
+	fmt.Fprintf(c.env.Stdout, "dropped %d outbox row(s) of webhook %s (the changes stay in the feed)\n", n, c.feed.webhook)
+	return nil
 }
 
 // cmdRequeue is `slackpoll requeue --webhook NAME [SEQ...]`: parked rows back in line
@@ -270,6 +327,14 @@ func cmdRequeue(ctx context.Context, c *cmdCtx) error {
 	}
 	if err != nil {
 		return err
+	}
+	switch {
+	case len(seqs) > 0 && n < len(seqs):
+		return fmt.Errorf("requeue: requeued %d of the %d rows named: the others are not parked rows of webhook %s (see `slackpoll outbox --parked --webhook %s`)",
+			n, len(seqs), c.feed.webhook, c.feed.webhook)
+	case n == 0:
+		fmt.Fprintf(c.env.Stdout, "webhook %s has no parked row to requeue\n", c.feed.webhook)
+		return nil
 	}
 	fmt.Fprintf(c.env.Stdout, "requeued %d parked row(s) of webhook %s\n", n, c.feed.webhook)
 	return nil

@@ -155,6 +155,75 @@ func TestOutboxRowsOfAWebhookNoLongerConfiguredAreReported(t *testing.T) {
 		t.Fatalf("once without the webhook: %d %s", code, errOut)
 	}
 	wantContains(t, "once's log", errOut, "not configured", "webhook=old")
+
+	// The rows of the removed webhook can be dropped; a configured webhook's cannot.
+	if code, _, errOut := runCLI(context.Background(), "outbox", "--config", writeConfig(t, with), "--drop", "--webhook", "old"); code != ExitRuntime || !strings.Contains(errOut, "is still configured") {
+		t.Errorf("outbox --drop of a configured webhook: %d %s", code, errOut)
+	}
+	code, out, errOut = runCLI(context.Background(), "outbox", "--config", without, "--drop", "--webhook", "old")
+	if code != ExitOK || !strings.Contains(out, "dropped 2 outbox row(s) of webhook old") {
+		t.Fatalf("outbox --drop: %d %s %s", code, out, errOut)
+	}
+	if _, out, _ := runCLI(context.Background(), "status", "--config", without); strings.Contains(out, "webhook old") {
+		t.Errorf("status still reports webhook old after its rows were dropped:\n%s", out)
+	}
+}
+
+// The outbox says which rows a failing row holds back (they showed as due), an empty
+// --json listing says so on stderr (it printed nothing at all), and a requeue of a
+// seq that is not parked is an error (it said "requeued 0").
+func TestOutboxHeldRowsEmptyJSONAndRequeueOfAnUnknownSeq(t *testing.T) {
+	f := closedStore(t)
+	s, err := boltstore.Open(f.Path, boltstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	err = s.Update(func(tx rm.Tx) error {
+		for seq, attempts := range map[uint64]int{7: 3, 8: 0, 9: 0} {
+			ch := readfixture.General
+			if seq == 9 {
+				ch = "C0OTHER00"
+			}
+			r := rm.OutboxRow{Webhook: "app", Seq: seq, Change: rm.Change{Seq: seq, ID: rm.NewEventID(), Kind: rm.ChangeMessageEdited, Channel: ch, TS: "1.000001"},
+				Enqueued: now, Attempts: attempts, LastError: "HTTP 503"}
+			if err := tx.PutOutbox(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	cfg := writeConfig(t, cfgOpts{store: f.Path, convs: f.Configured, extra: "webhooks:\n  - name: app\n    url: http://127.0.0.1:9/\n    secret: s\n"})
+	_, out, _ := runCLI(context.Background(), "outbox", "--config", cfg)
+	var row8, row9 string
+	for _, l := range strings.Split(out, "\n") {
+		switch {
+		case strings.HasPrefix(l, "app      8 "):
+			row8 = l
+		case strings.HasPrefix(l, "app      9 "):
+			row9 = l
+		}
+	}
+	if !strings.Contains(row8, "held (behind seq 7)") {
+		t.Errorf("seq 8, behind failing seq 7 in its conversation, is not shown held:\n%s", out)
+	}
+	if !strings.Contains(row9, " due ") {
+		t.Errorf("seq 9, of another conversation, is not shown due:\n%s", out)
+	}
+	code, out, errOut := runCLI(context.Background(), "outbox", "--config", cfg, "--parked", "--json")
+	if code != ExitOK || out != "" || !strings.Contains(errOut, "no rows") {
+		t.Errorf("outbox --parked --json with none parked: %d %q %q, want no JSON and a note on stderr", code, out, errOut)
+	}
+	code, _, errOut = runCLI(context.Background(), "requeue", "--config", cfg, "--webhook", "app", "999")
+	if code != ExitRuntime || !strings.Contains(errOut, "not parked rows of webhook app") {
+		t.Errorf("requeue of an unknown seq: %d %s", code, errOut)
+	}
 }
 
 // `slackpoll outbox` lists at most 1000 rows; a longer outbox must not look like one

@@ -179,3 +179,34 @@ func (a *api) requeue(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, RequeueResponse{Requeued: n})
 }
+
+// DropRequest is the body of POST /v1/outbox/drop; DropResponse its answer.
+type DropRequest struct {
+	Webhook string `json:"webhook"`
+}
+
+// DropResponse says how many outbox rows were dropped.
+type DropResponse struct {
+	Dropped int `json:"dropped"`
+}
+
+// drop answers POST /v1/outbox/drop: changefeed.DropWebhook, for a webhook removed
+// from the config. 409 for a configured one.
+func (a *api) drop(w http.ResponseWriter, r *http.Request) {
+	var req DropRequest
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil || req.Webhook == "" {
+		writeError(w, http.StatusBadRequest, "body: want JSON {\"webhook\": \"name of a webhook no longer configured\"}")
+		return
+	}
+	n, err := changefeed.DropWebhook(a.store, req.Webhook, a.webhooks)
+	switch {
+	case errors.Is(err, changefeed.ErrWebhookConfigured):
+		writeError(w, http.StatusConflict, "%v", err)
+	case err != nil:
+		a.internalError(w, r, err)
+	default:
+		writeJSON(w, http.StatusOK, DropResponse{Dropped: n})
+	}
+}

@@ -89,7 +89,16 @@ func dashboardExprs(t *testing.T) []string {
 // daemon that has ticked, had a call rate limited, and been given its tick config:
 // a renamed metric breaks this test, not the operator's alerts.
 func TestDeployFilesNameOnlyMetricsThatExist(t *testing.T) {
-	e := newEnv(t, envOpts{})
+	// A daemon with a webhook, one change waiting for it, and Slack's clock measured:
+	// the outbox, delivery and skew families exist once that is so.
+	e := newEnv(t, envOpts{webhooks: []string{"app"}})
+	e.metrics.SetWebhooks([]string{"app"})
+	e.metrics.OnClockSkew(2 * time.Second)
+	if err := e.f.Store.Update(func(tx rm.Tx) error {
+		return tx.PutOutbox(rm.OutboxRow{Webhook: "app", Seq: 1, Change: rm.Change{Seq: 1, ID: rm.NewEventID(), Kind: rm.ChangeMessageEdited}, Enqueued: e.f.Clock.Now()})
+	}); err != nil {
+		t.Fatal(err)
+	}
 	e.metrics.SetTickConfig(time.Minute, 4*time.Minute)
 	// A 429 answered, then the same request repeated after its Retry-After, as the
 	// Slack client reports them: the rate-limit families exist once that happened.

@@ -24,9 +24,10 @@ type env struct {
 }
 
 type envOpts struct {
-	token string
-	ready func() error
-	log   *slog.Logger
+	token    string
+	ready    func() error
+	log      *slog.Logger
+	webhooks []string
 }
 
 func newEnv(t *testing.T, o envOpts) *env {
@@ -39,7 +40,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 	}
 	h := httpapi.New(httpapi.Options{
 		Store: f.Store, Configured: f.Configured, Interval: readfixture.Interval,
-		Token: o.token, Ready: ready, Metrics: m, Now: f.Clock.Now, Logger: o.log,
+		Token: o.token, Ready: ready, Metrics: m, Now: f.Clock.Now, Logger: o.log, Webhooks: o.webhooks,
 	})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)

@@ -16,6 +16,7 @@
 //	GET  /v1/changes                              ?after=&cursor=&limit=&wait=&kind=&channel=&record=&own= → {"items", "next_cursor", "oldest", "last"}; 410 when pruned, 409 when after > last
 //	GET  /v1/outbox                               ?webhook=&parked=true → {"items": [outbox rows]}
 //	POST /v1/outbox/requeue                       {"webhook","seqs"} → {"requeued": n}
+//	POST /v1/outbox/drop                          {"webhook"} → {"dropped": n}, a webhook no longer configured
 //	GET  /v1/export                               the whole read model as JSON Lines (slackpoll export)
 //	GET  /v1/backup                               a consistent copy of the store file (slackpoll backup)
 //	GET  /v1/openapi.json                         the OpenAPI 3.1 document of every route (openapi.yaml)
@@ -162,6 +163,7 @@ func (a *api) routes(mux router) {
 	mux.HandleFunc("GET /v1/changes", a.changes)
 	mux.HandleFunc("GET /v1/outbox", a.outbox)
 	mux.HandleFunc("POST /v1/outbox/requeue", a.requeue)
+	mux.HandleFunc("POST /v1/outbox/drop", a.drop)
 	mux.HandleFunc("GET /v1/export", a.export)
 	mux.HandleFunc("GET /v1/backup", a.backup)
 	mux.HandleFunc("GET /healthz", healthz)
