@@ -48,7 +48,8 @@ Usage:
   slackpoll demo   --listen ADDR [--api ADDR] [--dir D]
                                           serves a changing simulated workspace to poll with run
   slackpoll config [--config F]            the effective config, secrets redacted
-  slackpoll backup [--config F] FILE       a consistent copy of the store, also while run holds it
+  slackpoll backup [--config F] [--force] FILE
+                                          a consistent copy of the store, also while run holds it
   slackpoll healthcheck [--config F] [--live]  exit 0 when the daemon's /readyz (--live: /healthz) answers 200
   slackpoll version                        version, VCS revision and Go version
 
@@ -146,7 +147,9 @@ type cmdCtx struct {
 	live       demoLive // demo --listen: the explorable demo
 	// healthcheck --live: /healthz instead of /readyz
 	liveOnly bool
-	args     []string
+	// backup --force: replace an existing FILE
+	force bool
+	args  []string
 }
 
 var commands = []command{
@@ -181,7 +184,9 @@ var commands = []command{
 		c.live.flags(fs)
 	}, noConfig: true},
 	{name: "config", about: "Print the effective config (defaults, file, environment) with secrets redacted.", run: cmdConfig},
-	{name: "backup", about: "Write a consistent copy of the store to FILE, also while run holds it (through its API).", args: "FILE", nargs: 1, run: cmdBackup},
+	{name: "backup", about: "Write a consistent copy of the store to FILE, also while run holds it (through its API).", args: "FILE", nargs: 1, run: cmdBackup, flags: func(fs *pflag.FlagSet, c *cmdCtx) {
+		fs.BoolVar(&c.force, "force", false, "replace FILE if it exists")
+	}},
 	{name: "healthcheck", about: "Exit 0 when the running daemon answers /readyz (store readable, token accepted), else 1: for container health checks.", run: cmdHealthcheck, flags: func(fs *pflag.FlagSet, c *cmdCtx) {
 		fs.BoolVar(&c.liveOnly, "live", false, "ask /healthz (the process serves) instead of /readyz")
 	}},

@@ -27,6 +27,12 @@ func cmdBackup(ctx context.Context, c *cmdCtx) error {
 	if same, _ := sameFile(dst, cfg.Store.Path); same || dst == cfg.Store.Path {
 		return usageErr("backup: %s is the store itself: give another file", c.args[0])
 	}
+	if st, err := os.Stat(filepath.Dir(dst)); err != nil || !st.IsDir() {
+		return fmt.Errorf("backup: directory %s does not exist: create it first (mkdir -p %s)", filepath.Dir(dst), filepath.Dir(dst))
+	}
+	if _, err := os.Lstat(dst); err == nil && !c.force {
+		return fmt.Errorf("backup: %s exists: give another name (e.g. with the date), or --force to replace it", c.args[0])
+	}
 	r, err := openReader(cfg)
 	if err != nil {
 		return err

@@ -72,3 +72,30 @@ func TestBackupAndExportThroughTheDaemonWhileItHoldsTheStore(t *testing.T) {
 		t.Errorf("the backup's export differs:\n%s\nwant\n%s", got, want.String())
 	}
 }
+
+// backup does not replace an existing file unless told to (it did, silently), and a
+// missing directory is named as such (the error named a temporary file).
+func TestBackupRefusesToOverwriteAndNamesAMissingDirectory(t *testing.T) {
+	f := closedStore(t)
+	cfg := writeConfig(t, cfgOpts{store: f.Path, convs: f.Configured})
+	dir := t.TempDir()
+	dst := filepath.Join(dir, "backup.db")
+	if err := os.WriteFile(dst, []byte("an older backup"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := runCLI(t.Context(), "backup", "--config", cfg, dst)
+	if code != ExitRuntime || !strings.Contains(errOut, "exists") || !strings.Contains(errOut, "--force") {
+		t.Errorf("backup onto an existing file = %d %s, want a refusal pointing at --force", code, errOut)
+	}
+	if b, _ := os.ReadFile(dst); string(b) != "an older backup" {
+		t.Error("the existing file was replaced")
+	}
+	if code, _, errOut := runCLI(t.Context(), "backup", "--config", cfg, "--force", dst); code != ExitOK {
+		t.Errorf("backup --force = %d %s", code, errOut)
+	}
+	missing := filepath.Join(dir, "no-such-dir", "backup.db")
+	code, _, errOut = runCLI(t.Context(), "backup", "--config", cfg, missing)
+	if code != ExitRuntime || !strings.Contains(errOut, "directory "+filepath.Join(dir, "no-such-dir")+" does not exist") || strings.Contains(errOut, ".tmp-") {
+		t.Errorf("backup into a missing directory = %d %s, want the directory named, no temporary file", code, errOut)
+	}
+}
