@@ -48,6 +48,7 @@ Usage:
   slackpoll demo   --listen ADDR [--api ADDR] [--dir D]
                                           serves a changing simulated workspace to poll with run
   slackpoll config [--config F]            the effective config, secrets redacted
+  slackpoll config --defaults              the commented defaults, to start a config file from
   slackpoll backup [--config F] [--force] FILE
                                           a consistent copy of the store, also while run holds it
   slackpoll healthcheck [--config F] [--live]  exit 0 when the daemon's /readyz (--live: /healthz) answers 200
@@ -149,7 +150,9 @@ type cmdCtx struct {
 	liveOnly bool
 	// backup --force: replace an existing FILE
 	force bool
-	args  []string
+	// config --defaults: the commented default config
+	defaults bool
+	args     []string
 }
 
 var commands = []command{
@@ -183,7 +186,9 @@ var commands = []command{
 		fs.Int64Var(&c.seed, "seed", 1, "seed of the generated workspace, its changes and faults")
 		c.live.flags(fs)
 	}, noConfig: true},
-	{name: "config", about: "Print the effective config (defaults, file, environment) with secrets redacted.", run: cmdConfig},
+	{name: "config", about: "Print the effective config (defaults, file, environment) with secrets redacted; --defaults prints the commented defaults to start a file from.", run: cmdConfig, flags: func(fs *pflag.FlagSet, c *cmdCtx) {
+		fs.BoolVar(&c.defaults, "defaults", false, "print the built-in, commented default config (config/slackpoll.yaml) instead: slackpoll config --defaults > slackpoll.yaml")
+	}},
 	{name: "backup", about: "Write a consistent copy of the store to FILE, also while run holds it (through its API).", args: "FILE", nargs: 1, run: cmdBackup, flags: func(fs *pflag.FlagSet, c *cmdCtx) {
 		fs.BoolVar(&c.force, "force", false, "replace FILE if it exists")
 	}},

@@ -39,3 +39,21 @@ func TestConfigPrintsTheEffectiveConfigWithSecretsRedacted(t *testing.T) {
 		t.Errorf("config shows %d redacted secrets, want 2 (slack.token, http.token):\n%s", strings.Count(s, "[redacted]"), s)
 	}
 }
+
+// `config --defaults` prints the commented defaults, which load as a config file of
+// their own: the way to start one without a checkout of the repository. There was
+// no way to print them.
+func TestConfigDefaultsPrintsTheCommentedDefaults(t *testing.T) {
+	code, out, errOut := runCLI(context.Background(), "config", "--defaults", "--config", filepath.Join(t.TempDir(), "absent.yaml"))
+	if code != ExitOK {
+		t.Fatalf("config --defaults = %d, stderr %s", code, errOut)
+	}
+	wantContains(t, "config --defaults", out, "rate_profile: non_marketplace", "# How fast each Slack method may be called")
+	path := filepath.Join(t.TempDir(), "slackpoll.yaml")
+	if err := os.WriteFile(path, []byte(out), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := runCLI(context.Background(), "config", "--config", path); code != ExitOK {
+		t.Errorf("the printed defaults do not load as a config: %d %s", code, errOut)
+	}
+}
