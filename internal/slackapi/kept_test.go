@@ -65,9 +65,9 @@ func TestMessageSlackGoCannotDecodeKeepsItsFields(t *testing.T) {
 }
 
 // TestRealDataEveryMessageWithATSDecodes replays the messages captured from real
-// Slack workspaces (../shared/fixtures/realdata beside the repository, skipped where
-// absent) as one history page each: every
-// message with a valid ts is kept, none skipped.
+// Slack workspaces (../shared/fixtures/realdata beside the repository; skipped where
+// absent) as one history page each: every message with a valid ts is kept, none
+// skipped.
 func TestRealDataEveryMessageWithATSDecodes(t *testing.T) {
 	path := filepath.Join("..", "..", "..", "shared", "fixtures", "realdata", "dataset.json.gz")
 	f, err := os.Open(path)
