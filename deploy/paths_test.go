@@ -14,7 +14,8 @@ import (
 var machinePath = regexp.MustCompile("(^|[\\s(\"'`])/(work|home|Users)/[A-Za-z]")
 
 // No source, doc or deploy file of the repository names an absolute path of one
-// machine (a test comment in internal/slackapi named /work/shared/...).
+// machine (a test comment in internal/slackapi named the real-data fixture by its
+// absolute path on the machine it was written on).
 func TestNoFileNamesAnAbsolutePathOfOneMachine(t *testing.T) {
 	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
