@@ -50,7 +50,7 @@ func (c *cmdCtx) startDaemon() (*daemon, error) {
 	rl.levelName = cfg.Log.Level
 	convs := slices.Clone(cfg.Conversations)
 	rl.conversations.Store(&convs)
-	log := newLoggerAt(&rl.level, cfg.Log.Format, c.env.Stderr)
+	log := newLogger(&rl.level, cfg.Log.Format, c.env.Stderr)
 	store, err := openStore(cfg)
 	if err != nil {
 		return nil, err

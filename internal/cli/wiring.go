@@ -34,15 +34,9 @@ func (c *cmdCtx) loadConfig() (*config.Config, error) {
 	return cfg, nil
 }
 
-// newLogger builds the slog logger of log.level and log.format, writing to w.
-func newLogger(cfg config.Log, w io.Writer) *slog.Logger {
-	var level slog.LevelVar
-	level.Set(logLevel(cfg.Level))
-	return newLoggerAt(&level, cfg.Format, w)
-}
-
-// newLoggerAt builds a logger of format whose level follows level (SIGHUP changes it).
-func newLoggerAt(level slog.Leveler, format string, w io.Writer) *slog.Logger {
+// newLogger builds the logger of log.format, writing to w, whose level follows level
+// (log.level; SIGHUP changes it).
+func newLogger(level slog.Leveler, format string, w io.Writer) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: level}
 	if format == "json" {
 		return slog.New(slog.NewJSONHandler(w, opts))
