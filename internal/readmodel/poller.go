@@ -177,6 +177,10 @@ type Poller struct {
 	// progress (firstSyncLogged) until firstSyncDone.
 	firstSyncSince                 time.Time
 	firstSyncLogged, firstSyncDone bool
+	// firstSyncThreads is the threads never read at the last tick, and
+	// firstSyncStalled how many ticks in a row that did not go down once every
+	// conversation was read (threads Slack will not give: thread_not_found, …).
+	firstSyncThreads, firstSyncStalled int
 	// current is the tick under way, for Running (read by other goroutines).
 	current atomic.Pointer[tick]
 	// reconfigured holds the conversations SetConversations gave, until the next
@@ -297,6 +301,8 @@ func (p *Poller) Tick(ctx context.Context) (TickSummary, error) {
 	p.tickNo++
 	if ids := p.reconfigured.Swap(nil); ids != nil {
 		p.cfg.Conversations = *ids
+		// A conversation added has a first sync of its own to report.
+		p.firstSyncDone, p.firstSyncLogged, p.firstSyncSince = false, false, time.Time{}
 	}
 	t := newTick(p, ctx)
 	t.no = p.tickNo

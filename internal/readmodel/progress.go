@@ -254,6 +254,10 @@ func (f firstSync) left(rates map[string]float64) time.Duration {
 
 func (f firstSync) done() bool { return f.unread == 0 && f.threadsUnread == 0 }
 
+// firstSyncStallTicks is how many ticks the threads never read may stay as many,
+// once every conversation was read, before the first sync is taken as over.
+const firstSyncStallTicks = 3
+
 // firstSyncState counts what the first sync still has to read (see firstSync). It
 // walks the stored timelines of the configured conversations, so the poller calls it
 // only while a first sync runs.
@@ -263,6 +267,7 @@ func (p *Poller) firstSyncState() (f firstSync, err error) {
 		page = HistoryPageLimit
 	}
 	calls := func(n int) int { return max(1, (n+page-1)/page) }
+	counted := map[Ref]bool{}
 	err = p.store.View(func(tx Tx) error {
 		known := map[string]Conversation{}
 		if err := tx.Conversations(func(c Conversation) error {
@@ -288,15 +293,21 @@ func (p *Poller) firstSyncState() (f firstSync, err error) {
 			var msgs, threadCalls int
 			if err := tx.Timeline(id, "", "", func(m Message) error {
 				msgs++
-				if m.ReplyCount > 0 && m.ReplyWatermark == "" {
+				if m.ReplyCount == 0 {
+					return nil
+				}
+				// Every thread of a conversation costs its first sync a call;
+				// those never read are still to make.
+				threadCalls += calls(m.ReplyCount + 1)
+				if m.ReplyWatermark == "" {
+					counted[Ref{m.Channel, m.TS}] = true
 					f.threadsUnread++
-					threadCalls += calls(m.ReplyCount + 1)
+					f.repliesCalls += calls(m.ReplyCount + 1)
 				}
 				return nil
 			}); err != nil {
 				return err
 			}
-			f.repliesCalls += threadCalls
 			if c.CoveredTo != "" {
 				read++
 				readPages += calls(msgs)
@@ -322,6 +333,14 @@ func (p *Poller) firstSyncState() (f firstSync, err error) {
 		f.repliesCalls += f.unread * avgThreads
 		return nil
 	})
+	// A parent the store does not hold yet is stored with its thread: the syncs a
+	// tick could not make wait in carried (a stored one was counted above).
+	for _, c := range p.carried {
+		if !counted[c.Ref] {
+			f.threadsUnread++
+			f.repliesCalls++
+		}
+	}
 	return f, err
 }
 
@@ -340,10 +359,19 @@ func (p *Poller) logFirstSyncProgress(sum TickSummary) {
 	if p.firstSyncSince.IsZero() {
 		p.firstSyncSince = sum.Started
 	}
-	if f.done() {
+	// Once every conversation was read, threads whose count stops going down are
+	// ones the reads cannot finish (their errors are in the ticks' logs): the first
+	// sync is over, rather than walked again at every tick for ever.
+	if f.unread == 0 && f.threadsUnread > 0 && p.firstSyncThreads > 0 && f.threadsUnread >= p.firstSyncThreads {
+		p.firstSyncStalled++
+	} else {
+		p.firstSyncStalled = 0
+	}
+	p.firstSyncThreads = f.threadsUnread
+	if f.done() || p.firstSyncStalled >= firstSyncStallTicks {
 		p.firstSyncDone = true
 		if p.firstSyncLogged {
-			p.log.Info("first sync complete", "conversations", f.readable,
+			p.log.Info("first sync complete", "conversations", f.readable, "threads_not_read", f.threadsUnread,
 				"took", shortDuration(sum.Finished.Sub(p.firstSyncSince).Round(time.Second)))
 		}
 		return

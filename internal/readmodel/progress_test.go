@@ -154,3 +154,48 @@ func TestFirstSyncProgressAfterEachTick(t *testing.T) {
 		}
 	}
 }
+
+// A thread Slack will not give (its reads fail every time) does not keep the first
+// sync "in progress" for ever, walking the store at every tick: once every
+// conversation was read and the threads never read stop going down for a few ticks,
+// the first sync is reported complete, with the threads it could not read.
+func TestFirstSyncEndsWhenOnlyUnreadableThreadsAreLeft(t *testing.T) {
+	src := newStub()
+	src.addChannel("C1")
+	parent := ts(3600, 1)
+	src.post(msg("C1", parent, "U1", "parent"))
+	src.setThread("C1", parent, msg("C1", ts(3500, 1), "U1", "reply"))
+	src.fail(rm.MethodReplies, "C1", &rm.APIError{Method: rm.MethodReplies, Code: "internal_error", Class: rm.ClassTransient}, -1)
+	store := openStore(t)
+	// The parent is stored already, its thread never read (an earlier process saw
+	// it before its first reply).
+	stored := msg("C1", parent, "U1", "parent")
+	stored.ReplyCount, stored.ThreadTS = 1, parent
+	if err := store.Update(func(tx rm.Tx) error { return tx.PutMessage(stored) }); err != nil {
+		t.Fatal(err)
+	}
+	var logs syncBuffer
+	clock := &fixedClock{t: epoch}
+	p := rm.NewPoller(store, src, rm.PollerConfig{
+		Conversations: []string{"C1"},
+		Budget:        rm.Budget{HistoryCalls: 5, RepliesCalls: 5, UsersInfoCalls: 5},
+		Now:           clock.Now, Logger: slog.New(slog.NewJSONHandler(&logs, nil)),
+	})
+	for range 8 {
+		if _, err := p.Tick(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		clock.Advance(time.Minute)
+	}
+	progress := logs.lines(t, "first sync in progress")
+	if len(progress) == 0 || progress[0]["threads_unread"] != 1.0 {
+		t.Fatalf("first sync progress lines %v, want the unread thread counted", progress)
+	}
+	done := logs.lines(t, "first sync complete")
+	if len(done) != 1 || done[0]["threads_not_read"] != 1.0 {
+		t.Fatalf("first sync complete lines: %v, want one with the thread it could not read", done)
+	}
+	if len(progress) > 4 {
+		t.Errorf("%d progress lines in 8 ticks, want the first sync over after a few", len(progress))
+	}
+}
