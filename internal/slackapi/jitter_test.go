@@ -19,14 +19,18 @@ import (
 // jitterTransport delays each request on its way to the fake by a random time up to
 // max, as a network and a scheduler do: the time a call leaves is not the time it
 // arrives, and the difference varies from call to call.
+// The two methods' streams call it at once, hence the lock on rnd.
 type jitterTransport struct {
 	next http.RoundTripper
 	max  time.Duration
+	mu   sync.Mutex
 	rnd  *rand.Rand
 }
 
-func (t jitterTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+func (t *jitterTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	t.mu.Lock()
 	d := time.Duration(t.rnd.Int64N(int64(t.max)))
+	t.mu.Unlock()
 	if err := sleepCtx(req.Context(), d); err != nil {
 		return nil, err
 	}
@@ -61,7 +65,7 @@ func TestOnePerMinuteWithArrivalJitterMeetsNo429(t *testing.T) {
 		var mu sync.Mutex
 		c, err := New(Options{
 			Token: fake.Token(), APIURL: "http://slack.fake/api/", Rates: rates,
-			HTTPClient: &http.Client{Transport: jitterTransport{next: fake.Transport(), max: 50 * time.Millisecond, rnd: rand.New(rand.NewPCG(1, 2))}},
+			HTTPClient: &http.Client{Transport: &jitterTransport{next: fake.Transport(), max: 50 * time.Millisecond, rnd: rand.New(rand.NewPCG(1, 2))}},
 			OnCall: func(method, outcome string, _ time.Duration) {
 				mu.Lock()
 				defer mu.Unlock()
