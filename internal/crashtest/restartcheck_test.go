@@ -1,7 +1,10 @@
 package crashtest
 
 import (
+	"fmt"
 	"net/url"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,6 +22,22 @@ func TestRestartCheckSeesLostPacingState(t *testing.T) {
 	slackpollBinary(t)
 	e := newEnv(t, 3)
 	cfg := e.writeConfig("slackpoll.yaml", "")
+	// auth.test at 6 a minute (10 s apart) rather than the harness's 120: a restarted
+	// process reaches its first call in a few hundred ms on a loaded machine, which
+	// at 500 ms apart fell within the arrival jitter and hid the lost state (the
+	// check missed it 3 times in 4 on a 2-core machine at load average 15).
+	const authRate = 6.0
+	b, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow := strings.Replace(string(b), fmt.Sprintf("%s: %g", rm.MethodAuthTest, clientRates[rm.MethodAuthTest]), fmt.Sprintf("%s: %g", rm.MethodAuthTest, authRate), 1)
+	if slow == string(b) {
+		t.Fatal("the harness's config does not set the auth.test rate as expected")
+	}
+	if err := os.WriteFile(cfg, []byte(slow), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	var restarts []time.Time
 	for i := range 4 {
 		sawAuth := make(chan struct{}, 1)
@@ -44,7 +63,7 @@ func TestRestartCheckSeesLostPacingState(t *testing.T) {
 		p.kill(t)
 		forgetPacing(t, e.storePath)
 	}
-	spacing := map[string]time.Duration{rm.MethodAuthTest: compliance.Spacing(clientRates[rm.MethodAuthTest])}
+	spacing := map[string]time.Duration{rm.MethodAuthTest: compliance.Spacing(authRate)}
 	r := compliance.CheckRestarts(e.rec.Calls(), restarts, spacing, jitter)
 	if len(r.Violations) == 0 {
 		t.Fatalf("a daemon without its pacing state called auth.test on time after every restart? %+v", r)
