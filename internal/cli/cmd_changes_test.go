@@ -9,7 +9,6 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -288,7 +287,7 @@ func TestChangesFollowResumesAfterTheDaemonRestarts(t *testing.T) {
 	cfg := writeConfig(t, cfgOpts{store: f.Path, convs: f.Configured, listen: addr})
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	var out, errOut syncWriter
+	var out, errOut lockedBuffer
 	done := make(chan int)
 	go func() {
 		done <- Main(ctx, []string{"changes", "--config", cfg, "--after", fmt.Sprint(first - 1), "--follow"}, Env{Stdout: &out, Stderr: &errOut, Getenv: func(string) string { return "" }})
@@ -312,24 +311,6 @@ func TestChangesFollowResumesAfterTheDaemonRestarts(t *testing.T) {
 		t.Errorf("the first change was printed %d times, want once (resume after the last seq printed):\n%s", n, out.String())
 	}
 	wantContains(t, "stderr", errOut.String(), fmt.Sprintf("resuming after seq %d", first))
-}
-
-// syncWriter is a goroutine-safe strings.Builder.
-type syncWriter struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (w *syncWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *syncWriter) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
 }
 
 func waitUntil(t *testing.T, cond func() bool, what string) {
