@@ -29,7 +29,7 @@ func (c *cmdCtx) loadConfig() (*config.Config, error) {
 	// Keys of an earlier release (renamed, removed) still load: every command says
 	// what to write instead, in the log's format.
 	for _, w := range cfg.Warnings() {
-		newLogger(cfg.Log, c.env.Stderr).Warn("config: " + w.String())
+		newLogger(logLevel(cfg.Log.Level), cfg.Log.Format, c.env.Stderr).Warn("config: " + w.String())
 	}
 	return cfg, nil
 }
