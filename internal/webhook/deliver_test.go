@@ -263,8 +263,8 @@ func TestSignatureIsHMACOfVersionTimestampAndBody(t *testing.T) {
 	}
 }
 
-// A receiver's URL may carry credentials — user:password, or a token in its query,
-// as many receivers expect. A failure is logged and kept as the row's last_error
+// A receiver's URL may carry credentials — user:password, a token in its query, or
+// a secret in its path, as many receivers expect. A failure is logged and kept as the row's last_error
 // (served by GET /v1/outbox): neither may show them.
 func TestAFailureNamesTheURLWithoutItsCredentials(t *testing.T) {
 	r, srv := newReceiver(t)
@@ -272,6 +272,7 @@ func TestAFailureNamesTheURLWithoutItsCredentials(t *testing.T) {
 	r.handle = func(rm.Change) int { return http.StatusInternalServerError }
 	hook.URL.User = url.UserPassword("app", "pw-SECRET")
 	hook.URL.RawQuery = "token=q-SECRET"
+	hook.URL.Path = "/hooks/T0/p-SECRET"
 	var logs bytes.Buffer
 	d := &webhook.Deliverer{Hooks: []webhook.Hook{hook}, Log: slog.New(slog.NewTextHandler(&logs, nil))}
 	d.Sweep(context.Background())
