@@ -91,17 +91,28 @@ type ChangeValue struct {
 	User    string  `json:"user,omitempty"`
 	BotID   string  `json:"bot_id,omitempty"`
 	Subtype string  `json:"subtype,omitempty"`
-	// Reactions of a message first seen; Count and Users of one reaction.
-	Reactions []Reaction `json:"reactions,omitempty"`
-	Count     *int       `json:"count,omitempty"`
-	Users     []string   `json:"users,omitempty"`
-	Deleted   bool       `json:"deleted,omitempty"`
-	Status    string     `json:"status,omitempty"`
-	Label     string     `json:"label,omitempty"`
+	// Reactions of a message first seen, when their JSON is at most
+	// MaxChangeReactions bytes; else ReactionsOmitted is set (read the message from
+	// GET /v1/messages instead).
+	Reactions        []Reaction `json:"reactions,omitempty"`
+	ReactionsOmitted bool       `json:"reactions_omitted,omitempty"`
+	// Count and Users of one reaction (reaction_count_changed); a users list longer
+	// than MaxChangeReactions bytes is left out and UsersOmitted set.
+	Count        *int     `json:"count,omitempty"`
+	Users        []string `json:"users,omitempty"`
+	UsersOmitted bool     `json:"users_omitted,omitempty"`
+	Deleted      bool     `json:"deleted,omitempty"`
+	Status       string   `json:"status,omitempty"`
+	Label        string   `json:"label,omitempty"`
 }
 
 // MaxChangeText is the longest message text a change carries, in bytes.
 const MaxChangeText = 4096
+
+// MaxChangeReactions is about the most bytes of reactions (names and users) a change
+// carries: a message can have thousands, and an event of hundreds of kilobytes is
+// more than a feed consumer or a webhook receiver should have to take.
+const MaxChangeReactions = 4096
 
 // FeedConfig configures the change feed (config changes: and webhooks:).
 type FeedConfig struct {
