@@ -386,3 +386,33 @@ func TestAFreshClaimReadsOnlyAsFarAsItsBatch(t *testing.T) {
 		t.Errorf("the same token claiming again got %v, want the same rows", seqsOf(again))
 	}
 }
+
+// Retention goes by Slack's time, waits for it, and never takes most of the feed in
+// one pass.
+func TestRetentionGoesBySlacksTimeAndTakesAtMostHalfAPass(t *testing.T) {
+	s := openStore(t)
+	old := make([]string, 100)
+	for i := range old {
+		old[i] = "C1"
+	}
+	enqueue(t, s, "h", t0, old...)
+	slack, known := t0.Add(30*24*time.Hour), false
+	r := changefeed.Retention{Store: s, Retention: 7 * 24 * time.Hour, Batch: 7,
+		SlackNow: func() (time.Time, bool) { return slack, known }}
+	if n, _, _, ok, err := r.Pass(); n != 0 || ok || err != nil {
+		t.Fatalf("before Slack's time is known: pruned %d, ok %v, %v; want nothing", n, ok, err)
+	}
+	known = true
+	n, held, more, ok, err := r.Pass()
+	if n != 50 || held != 100 || !more || !ok || err != nil {
+		t.Errorf("first pass: pruned %d of %d, more %v, ok %v, %v; want 50 of 100, more", n, held, more, ok, err)
+	}
+	n, held, more, _, _ = r.Pass()
+	if n != 25 || held != 50 || !more {
+		t.Errorf("second pass: pruned %d of %d, more %v; want 25 of 50, more", n, held, more)
+	}
+	slack = t0.Add(time.Hour) // the skew measured anew: the changes are an hour old
+	if n, _, more, _, _ := r.Pass(); n != 0 || more {
+		t.Errorf("by Slack's time an hour later: pruned %d, more %v; want none", n, more)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/slackpoll/slackpoll/config"
 	boltstore "github.com/slackpoll/slackpoll/internal/bolt"
@@ -26,6 +27,9 @@ type daemon struct {
 	// POSTs them to the webhooks (nil without webhooks).
 	notifier  *changefeed.Notifier
 	deliverer *webhook.Deliverer
+	// slackNow is Slack's time and whether an answer told it yet (the source's):
+	// retention and webhook timestamps go by it, not by a local clock that may be off.
+	slackNow func() (time.Time, bool)
 }
 
 func (c *cmdCtx) startDaemon() (*daemon, error) {
@@ -54,7 +58,7 @@ func (c *cmdCtx) startDaemon() (*daemon, error) {
 		_ = store.Close() // the configuration error is the one to report
 		return nil, &exitError{ExitUsage, err}
 	}
-	d := &daemon{cfg: cfg, log: log, store: store, metrics: metrics, notifier: &changefeed.Notifier{}}
+	d := &daemon{cfg: cfg, log: log, store: store, metrics: metrics, notifier: &changefeed.Notifier{}, slackNow: src.SlackNow}
 	d.deliverer = d.newDeliverer()
 	metrics.SetWebhooks(webhookNames(cfg))
 	pc := pollerConfig(cfg, log)

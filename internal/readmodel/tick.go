@@ -112,13 +112,7 @@ func (t *tick) now() time.Time { return t.p.cfg.Now() }
 // slackNow is Slack's time by our clock and the last measured skew, when the skew is
 // beyond ClockSkewTolerance; else our clock. It places the bulk window: with our clock
 // days ahead, a window ending at our now would start after Slack's newest message.
-func (t *tick) slackNow() time.Time {
-	now := t.now()
-	if skew := t.p.cfg.ClockSkew(); skew > ClockSkewTolerance || skew < -ClockSkewTolerance {
-		return now.Add(skew)
-	}
-	return now
-}
+func (t *tick) slackNow() time.Time { return SlackTime(t.now(), t.p.cfg.ClockSkew()) }
 
 // setupStream returns the uncapped stream of a setup method.
 func (t *tick) setupStream(method string) *stream {

@@ -56,6 +56,11 @@ type Deliverer struct {
 	// OnOutcome, if set, is called after every attempt with the hook name and its
 	// outcome (changefeed.Outcome*), for metrics.
 	OnOutcome func(hook, outcome string)
+	// Stamp is the time a delivery is signed with (X-Slackpoll-Timestamp), which a
+	// receiver checks against its own clock: the daemon's is Slack's time
+	// (slackapi.Client.SlackNow), so that a local clock gone wrong does not get
+	// every delivery refused. Default time.Now.
+	Stamp func() time.Time
 
 	once sync.Once
 	wake chan struct{}
@@ -75,6 +80,9 @@ func (d *Deliverer) init() {
 		}
 		if d.Every <= 0 {
 			d.Every = 5 * time.Second
+		}
+		if d.Stamp == nil {
+			d.Stamp = time.Now
 		}
 	})
 }
@@ -209,7 +217,7 @@ func (d *Deliverer) post(ctx context.Context, h *Hook, c *rm.Change) error {
 	if err != nil {
 		return err
 	}
-	ts := time.Now().Unix()
+	ts := d.Stamp().Unix()
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "slackpoll-webhook/1")
 	req.Header.Set(HeaderEventID, c.ID)
