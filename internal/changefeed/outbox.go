@@ -16,6 +16,9 @@ const (
 	DefaultMaxBackoff      = 10 * time.Minute
 	DefaultMaxAttempts     = 10
 	DefaultDeliveryTimeout = 10 * time.Second
+	// MinLease is the shortest lease a webhook may have (config): a shorter claim is
+	// over before its delivery can start.
+	MinLease = time.Second
 )
 
 // Outbox holds the delivery rules of the webhooks' outbox rows. Every method is one

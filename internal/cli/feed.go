@@ -56,10 +56,6 @@ func (d *daemon) newDeliverer() *webhook.Deliverer {
 			Name: w.Name, URL: u, Secret: []byte(w.Secret.Reveal()), Timeout: w.Timeout.D(),
 			Outbox: &changefeed.Outbox{Store: d.store, Lease: w.Lease.D(), MaxAttempts: w.MaxAttempts},
 		}
-		if lease, timeout := h.Outbox.LeaseOrDefault(), h.TimeoutOrDefault(); timeout >= lease {
-			d.log.Warn("webhook lease is not longer than its timeout: a receiver slower than the lease gets each event again, and its answers are refused",
-				"webhook", w.Name, "lease", lease, "timeout", timeout)
-		}
 		del.Hooks = append(del.Hooks, h)
 	}
 	return del
