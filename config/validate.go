@@ -286,5 +286,11 @@ func (v *validator) webhooks() {
 		if w.MaxAttempts < 0 {
 			v.fail(key+".max_attempts", "%d is negative: want a whole number >= 1, or 0 for the default (10)", w.MaxAttempts)
 		}
+		if w.MaxRows == 0 {
+			w.MaxRows = changefeed.DefaultMaxRows
+		}
+		if w.MaxRows < 0 {
+			v.fail(key+".max_rows", "%d is negative: want a whole number >= 1, or 0 for the default (%d)", w.MaxRows, changefeed.DefaultMaxRows)
+		}
 	}
 }

@@ -25,8 +25,9 @@ func feedConfig(cfg *config.Config) rm.FeedConfig {
 	fc := rm.FeedConfig{Backfill: cfg.Changes.Backfill}
 	for _, w := range cfg.Webhooks {
 		fc.Subscriptions = append(fc.Subscriptions, rm.Subscription{
-			Name:   w.Name,
-			Filter: rm.ChangeFilter{Kinds: w.Kinds, Channels: w.Channels, Records: w.Records, Own: w.Own},
+			Name:    w.Name,
+			Filter:  rm.ChangeFilter{Kinds: w.Kinds, Channels: w.Channels, Records: w.Records, Own: w.Own},
+			MaxRows: w.MaxRows,
 		})
 	}
 	return fc

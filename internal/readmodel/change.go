@@ -125,10 +125,13 @@ type FeedConfig struct {
 	Subscriptions []Subscription
 }
 
-// Subscription is one webhook's name and filter.
+// Subscription is one webhook's name and filter, and the bound of its outbox.
 type Subscription struct {
 	Name   string
 	Filter ChangeFilter
+	// MaxRows is the most rows its outbox keeps: a transaction that adds rows over
+	// it drops the oldest, undelivered (Tx.TrimOutbox). 0 means no bound.
+	MaxRows int
 }
 
 // ChangeFilter selects changes; an empty field matches everything.
@@ -169,6 +172,16 @@ type OutboxRow struct {
 	// Parked rows are not attempted again until re-queued.
 	Parked    bool   `json:"parked"`
 	LastError string `json:"last_error,omitempty"`
+}
+
+// DueAt is when r may be tried next, by the clock that wrote it: the end of its
+// claim's lease while it is claimed, else NextAttempt (zero: at once). The store
+// indexes pending rows by it.
+func (r *OutboxRow) DueAt() time.Time {
+	if r.ClaimToken != "" && r.LeaseUntil.After(r.NextAttempt) {
+		return r.LeaseUntil
+	}
+	return r.NextAttempt
 }
 
 // NewEventID returns a fresh change ID: 16 random bytes in hex.

@@ -376,6 +376,7 @@ func (f *feedTx) flush() error {
 		}
 		return 0
 	})
+	added := make([]bool, len(f.cfg.Subscriptions))
 	for i := range f.pending {
 		c := &f.pending[i]
 		if err := f.AppendChange(c); err != nil {
@@ -391,9 +392,19 @@ func (f *feedTx) flush() error {
 			if err := f.PutOutbox(row); err != nil {
 				return err
 			}
+			added[j] = true
 		}
 	}
 	f.pending = f.pending[:0]
+	// The outbox of a receiver that is down grows with every change: past its bound
+	// the oldest rows go (the feed still holds them, for changes.retention).
+	for j, s := range f.cfg.Subscriptions {
+		if added[j] && s.MaxRows > 0 {
+			if _, err := f.TrimOutbox(s.Name, s.MaxRows); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
 }
 
