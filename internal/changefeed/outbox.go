@@ -515,8 +515,8 @@ const MaxListed = 1000
 func ListOutbox(tx rm.Tx, webhook string, parkedOnly bool, now time.Time, limit int) ([]RowSummary, error) {
 	out := []RowSummary{}
 	walk := tx.Outbox
-	if parkedOnly && webhook != "" {
-		walk = tx.OutboxParked
+	if parkedOnly {
+		walk = func(webhook string, fn func(rm.OutboxRow) error) error { return parkedRows(tx, webhook, fn) }
 	}
 	err := walk(webhook, func(r rm.OutboxRow) error {
 		if len(out) >= limit {
@@ -533,4 +533,32 @@ func ListOutbox(tx rm.Tx, webhook string, parkedOnly bool, now time.Time, limit 
 		return nil
 	})
 	return out, err
+}
+
+// parkedRows calls fn for the parked rows of webhook, or of every webhook ("") by
+// name, from the store's index of parked rows; fn's ErrStopIteration ends the walk.
+func parkedRows(tx rm.Tx, webhook string, fn func(rm.OutboxRow) error) error {
+	if webhook != "" {
+		return tx.OutboxParked(webhook, fn)
+	}
+	stop := false
+	err := tx.OutboxCounts(func(name string, c rm.OutboxCounts) error {
+		if stop {
+			return rm.ErrStopIteration
+		}
+		if c.Parked == 0 {
+			return nil
+		}
+		return tx.OutboxParked(name, func(r rm.OutboxRow) error {
+			if err := fn(r); err != nil {
+				stop = errors.Is(err, rm.ErrStopIteration)
+				return err
+			}
+			return nil
+		})
+	})
+	if stop {
+		return nil
+	}
+	return err
 }

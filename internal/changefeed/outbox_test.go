@@ -513,3 +513,37 @@ func TestOutboxFiguresDoNotReadTheRows(t *testing.T) {
 		t.Errorf("the outbox figures read %d rows", counting.rows)
 	}
 }
+
+// The parked rows are listed from the store's index of them, across webhooks by
+// name, up to the limit.
+func TestListOutboxParkedAcrossWebhooks(t *testing.T) {
+	s := openStore(t)
+	c := &clock{t: t0}
+	for _, hook := range []string{"b", "a"} {
+		seqs := enqueue(t, s, hook, t0, "C1", "C2", "C3")
+		err := s.Update(func(tx rm.Tx) error {
+			for _, seq := range seqs[:2] {
+				r, _, _ := tx.OutboxRow(hook, seq)
+				r.Parked = true
+				if err := tx.PutOutbox(r); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	_ = s.View(func(tx rm.Tx) error {
+		rows, err := changefeed.ListOutbox(tx, "", true, c.Now(), 3)
+		for _, r := range rows {
+			got = append(got, r.Webhook)
+		}
+		return err
+	})
+	if !slices.Equal(got, []string{"a", "a", "b"}) {
+		t.Errorf("listed the parked rows of %v, want a, a, b (by webhook, up to 3)", got)
+	}
+}

@@ -86,10 +86,10 @@ func dashboardExprs(t *testing.T) []string {
 }
 
 // Every metric the alert rules and the dashboard name exists in the /metrics of a
-// daemon that has ticked, had a call rate limited, and been given its tick config:
-// a renamed metric breaks this test, not the operator's alerts.
+// daemon that has ticked, had a call rate limited, been given its tick config and a
+// webhook: a renamed metric breaks this test, not the operator's alerts.
 func TestDeployFilesNameOnlyMetricsThatExist(t *testing.T) {
-	e := newEnv(t, envOpts{})
+	e := newEnv(t, envOpts{webhooks: []string{"app"}})
 	e.metrics.SetTickConfig(time.Minute, 4*time.Minute)
 	// A 429 answered, then the same request repeated after its Retry-After, as the
 	// Slack client reports them: the rate-limit families exist once that happened.

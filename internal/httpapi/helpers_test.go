@@ -27,6 +27,8 @@ type envOpts struct {
 	token string
 	ready func() error
 	log   *slog.Logger
+	// webhooks are the configured webhook names (their outbox figures are served at 0).
+	webhooks []string
 }
 
 func newEnv(t *testing.T, o envOpts) *env {
@@ -39,7 +41,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 	}
 	h := httpapi.New(httpapi.Options{
 		Store: f.Store, Configured: f.Configured, Interval: readfixture.Interval,
-		Token: o.token, Ready: ready, Metrics: m, Now: f.Clock.Now, Logger: o.log,
+		Token: o.token, Ready: ready, Metrics: m, Now: f.Clock.Now, Logger: o.log, Webhooks: o.webhooks,
 	})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
