@@ -204,7 +204,7 @@ func (d *Deliverer) deliverBatch(ctx context.Context, h *Hook, token string, row
 func (d *Deliverer) complete(h *Hook, token string, seqs []uint64) int {
 	outcomes, err := h.Outbox.Complete(h.Name, token, seqs)
 	if err != nil {
-		d.Log.Error("webhook: recording deliveries failed; they will be delivered again", "webhook", h.Name, "seqs", len(seqs), "err", err)
+		d.Log.Error("webhook: recording deliveries failed; they will be delivered again", "webhook", h.Name, "rows", len(seqs), "err", err)
 		for range seqs {
 			d.outcome(h, changefeed.OutcomeFenced)
 		}
