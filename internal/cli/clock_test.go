@@ -27,18 +27,12 @@ const slackBehind = 8 * 24 * time.Hour
 // slackBehind before the local clock, as Slack's are when ours is that far ahead.
 func skewedDaemon(t *testing.T, o cfgOpts) (*slackfake.Server, string, string) {
 	t.Helper()
-	fake := slackfake.New(slackfake.Options{})
-	if err := fake.AddConversation(slackfake.PublicChannel("C0GENERAL", "general")); err != nil {
-		t.Fatal(err)
-	}
-	slack := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Date", time.Now().Add(-slackBehind).UTC().Format(http.TimeFormat))
-		fake.ServeHTTP(w, r)
-	}))
-	t.Cleanup(slack.Close)
-	addr := freeAddr(t)
-	o.convs, o.listen, o.apiURL, o.slack = []string{"C0GENERAL"}, addr, slack.URL+"/api/", fake.Token()
-	return fake, "http://" + addr, writeConfig(t, o)
+	return generalDaemonBehind(t, o, func(fake http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Date", time.Now().Add(-slackBehind).UTC().Format(http.TimeFormat))
+			fake.ServeHTTP(w, r)
+		})
+	})
 }
 
 // runDaemon starts `slackpoll run` and returns the function that stops it and waits.

@@ -124,12 +124,15 @@ func (t *tick) setupStream(method string) *stream {
 	return s
 }
 
-func (t *tick) skip(format string, args ...any) {
+func (t *tick) skip(format string, args ...any) { t.report("skipped", format, args...) }
+
+// report adds a message to the tick's errors and logs it as a warning under title.
+func (t *tick) report(title, format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	t.mu.Lock()
 	t.sum.Errors = append(t.sum.Errors, msg)
 	t.mu.Unlock()
-	t.p.log.Warn("skipped", "what", msg)
+	t.p.log.Warn(title, "what", msg)
 }
 
 // isEligible reports whether ch may be read this tick.

@@ -150,11 +150,7 @@ func vetReactions(m *Message) string {
 // flag reports odd data from Slack that was stored in one deterministic way (see
 // vetPage): in the tick's errors, as a skip is, and in the log.
 func (t *tick) flag(format string, args ...any) {
-	msg := fmt.Sprintf(format, args...)
-	t.mu.Lock()
-	t.sum.Errors = append(t.sum.Errors, msg)
-	t.mu.Unlock()
-	t.p.log.Warn("odd data from Slack, stored as said", "what", msg)
+	t.report("odd data from Slack, stored one way", format, args...)
 }
 
 // vetReactionsGet vets the message a reactions.get call returned as vetPage vets a
