@@ -2,7 +2,9 @@
 // default file slackpoll.yaml (embedded in the binary), Load, and Validate.
 //
 // The contract is config/slackpoll.yaml. A config file is YAML; it is decoded on top of
-// the defaults, so it needs only the keys it changes. Unknown keys are errors.
+// the defaults, so it needs only the keys it changes. Unknown keys are errors; a
+// key of an earlier release that was renamed or removed (keychanges.go) loads with
+// a Warning.
 // ${VAR} in a value is expanded from the environment after parsing, so an
 // environment variable cannot inject YAML structure. Every error of this
 // package matches ErrInvalid (exit status 2) and names the file, the key path
@@ -105,7 +107,7 @@ type Changes struct {
 type Webhook struct {
 	Name        string    `yaml:"name" json:"name"`                 // unique; keys the webhook's outbox rows
 	URL         SecretURL `yaml:"url" json:"url"`                   // http(s) URL the changes are POSTed to; may carry credentials
-	Secret      Secret    `yaml:"secret" json:"secret"`             // signs every POST (X-Slackpoll-Signature); required
+	Secret      Secrets   `yaml:"secret" json:"secret"`             // signs every POST (Standard Webhooks): whsec_… or, as earlier releases, a plain secret; a list while rotating; required
 	Kinds       []string  `yaml:"kinds" json:"kinds"`               // change kinds to send; empty = all
 	Channels    []string  `yaml:"channels" json:"channels"`         // conversation IDs; empty = all
 	Records     []string  `yaml:"records" json:"records"`           // record keys; empty = all

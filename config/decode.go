@@ -12,9 +12,10 @@ import (
 
 // decode parses data and sets the fields of c named by its keys, leaving the
 // others as they are. ${VAR} is expanded in scalar values after parsing, so
-// it can never add keys. Unknown and duplicate keys are errors. lines, if not
-// nil, receives the line of every key path set.
-func decode(c *Config, file string, data []byte, lookup func(string) (string, bool), lines map[string]int) error {
+// it can never add keys. Unknown and duplicate keys are errors; a renamed or
+// removed key of an earlier release (keyChanges) is a warning. src, if not nil,
+// receives the line of every key path set and the warnings.
+func decode(c *Config, file string, data []byte, lookup func(string) (string, bool), src *source) error {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return &Error{File: file, Msg: "not valid YAML: " + strings.TrimPrefix(err.Error(), "yaml: "), Err: err}
@@ -25,7 +26,7 @@ func decode(c *Config, file string, data []byte, lookup func(string) (string, bo
 	root := doc.Content[0]
 	emptied := map[*yaml.Node]string{}
 	expandNode(root, lookup, emptied)
-	w := &walker{file: file, lines: lines, emptied: emptied}
+	w := &walker{file: file, src: src, emptied: emptied}
 	w.structure(reflect.ValueOf(c).Elem(), root, "")
 	return errors.Join(w.errs...)
 }
@@ -69,7 +70,7 @@ func expandNode(n *yaml.Node, lookup func(string) (string, bool), emptied map[*y
 
 type walker struct {
 	file    string
-	lines   map[string]int
+	src     *source // nil: lines and warnings are not recorded
 	errs    []error
 	emptied map[*yaml.Node]string // scalars that ${VAR} expansion left empty
 }
@@ -85,8 +86,14 @@ func (w *walker) failNamed(line int, key, format string, args ...any) {
 }
 
 func (w *walker) mark(key string, line int) {
-	if w.lines != nil {
-		w.lines[key] = line
+	if w.src != nil {
+		w.src.lines[key] = line
+	}
+}
+
+func (w *walker) warn(line int, key, msg string) {
+	if w.src != nil {
+		w.src.warnings = append(w.src.warnings, Warning{File: w.file, Line: line, Key: key, Msg: msg})
 	}
 }
 
@@ -121,20 +128,50 @@ func (w *walker) structure(v reflect.Value, n *yaml.Node, path string) {
 		seen[name] = k.Line
 		f, ok := findField(fields, name)
 		if !ok {
+			if w.changedKey(v, n, fields, k, val, path) {
+				continue
+			}
 			under := "known top-level keys"
 			if path != "" {
 				under = "known keys under " + path
 			}
-			msg := fmt.Sprintf("unknown key %q (%s: %s)", key, under, strings.Join(names(fields), ", "))
-			if why, ok := replacedKeys[key]; ok {
-				msg += "; " + why
-			}
-			w.failNamed(k.Line, key, "%s", msg)
+			w.failNamed(k.Line, key, "unknown key %q (%s: %s)", key, under, strings.Join(names(fields), ", "))
 			continue
 		}
 		w.mark(key, k.Line)
 		w.value(v.Field(f.index), val, key)
 	}
+}
+
+// changedKey handles key k (value val) of mapping n at path, unknown to struct v,
+// when it is a renamed or removed key of an earlier release: a renamed key sets its
+// new field (unless n sets the new key too: an error), a removed one is ignored;
+// either way with a warning. It reports whether k was such a key.
+func (w *walker) changedKey(v reflect.Value, n *yaml.Node, fields []field, k, val *yaml.Node, path string) bool {
+	key := join(path, k.Value)
+	kc, ok := lookupKeyChange(key)
+	if !ok {
+		return false
+	}
+	if kc.to == "" {
+		w.warn(k.Line, key, kc.message(""))
+		return true
+	}
+	f, ok := findField(fields, kc.newName())
+	if !ok {
+		return false // a table entry naming no field: TestKeyChangesNameRealKeys catches it
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == kc.newName() {
+			w.failNamed(k.Line, key, "%s", kc.conflict(key, k.Line))
+			return true
+		}
+	}
+	newKey := join(path, kc.newName())
+	w.warn(k.Line, key, kc.message(newKey))
+	w.mark(newKey, k.Line)
+	w.value(v.Field(f.index), val, key)
+	return true
 }
 
 // value sets fv from n; null keeps the current (default) value.
@@ -175,6 +212,12 @@ func (w *walker) value(fv reflect.Value, n *yaml.Node, key string) {
 			}
 		}
 		fv.Set(m)
+	case fv.Type() == secretsType && n.Kind == yaml.ScalarNode:
+		// One secret written alone (secret: X) is a list of one.
+		e := reflect.New(secretType)
+		if w.leaf(e, n, key) {
+			fv.Set(reflect.ValueOf(Secrets{e.Elem().Interface().(Secret)}))
+		}
 	case fv.Kind() == reflect.Slice:
 		if n.Kind != yaml.SequenceNode {
 			w.fail(n.Line, key, "want %s, not %s", expect(fv.Type(), key), describe(n))
@@ -232,6 +275,7 @@ func (w *walker) leaf(ptr reflect.Value, n *yaml.Node, key string) bool {
 var (
 	durationType = reflect.TypeFor[Duration]()
 	secretType   = reflect.TypeFor[Secret]()
+	secretsType  = reflect.TypeFor[Secrets]()
 	// A webhook URL may carry credentials: decoded like a token, never echoed.
 	secretURLType = reflect.TypeFor[SecretURL]()
 )
@@ -364,11 +408,4 @@ func kindName(n *yaml.Node) string {
 		return "alias"
 	}
 	return "document"
-}
-
-// replacedKeys says what became of keys earlier versions had, for the unknown-key
-// error an old config file meets.
-var replacedKeys = map[string]string{
-	"budget.history_pages": "it became budget.history_calls, the cap on all conversations.history calls (head reads and tail ranges)",
-	"budget.tail_fetches":  "tail reads are now conversations.history ranges, capped by budget.history_calls; remove it",
 }

@@ -105,7 +105,7 @@ func parse(file string, data []byte, lookup func(string) (string, bool)) (*Confi
 	c.src = &source{file: file, lines: map[string]int{}}
 	// Report decoding and validation problems together; a value that failed
 	// to decode keeps its (valid) default, so Validate adds no noise for it.
-	if err := errors.Join(decode(c, file, data, lookup, c.src.lines), c.Validate()); err != nil {
+	if err := errors.Join(decode(c, file, data, lookup, c.src), c.Validate()); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -113,8 +113,9 @@ func parse(file string, data []byte, lookup func(string) (string, bool)) (*Confi
 
 // source records where a Config was loaded from, for error messages.
 type source struct {
-	file  string
-	lines map[string]int // key path → line of the key in file
+	file     string
+	lines    map[string]int // key path → line of the key in file
+	warnings []Warning      // renamed and removed keys met (keyChanges)
 }
 
 var varRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)

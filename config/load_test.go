@@ -1,10 +1,12 @@
 package config
 
 import (
+	"bytes"
 	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -207,18 +209,105 @@ func TestLoadEnvOrDefault(t *testing.T) {
 	}
 }
 
-// A config file of an earlier version meets an error that says what became of its
-// budget keys, not only that they are unknown.
-func TestReplacedBudgetKeysSayWhatTheyBecame(t *testing.T) {
-	_, err := Load(writeConfig(t, "budget:\n  history_pages: 8\n  tail_fetches: 25\n"))
-	if err == nil {
-		t.Fatal("old budget keys accepted")
+// A config file written for the release before budget.history_calls (that release's
+// whole default file, with the old budget keys) loads: the renamed key's value is
+// taken as the new key's, the removed key is ignored, and each is a warning naming
+// what to write instead.
+func TestAConfigOfThePreviousReleaseLoadsWithWarnings(t *testing.T) {
+	t.Setenv("SLACK_BOT_TOKEN", "xoxb-test")
+	old, err := os.ReadFile("testdata/previous-release.yaml")
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, want := range []string{`unknown key "budget.history_pages"`, "budget.history_calls", `unknown key "budget.tail_fetches"`, "remove it"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("error %q lacks %q", err, want)
+	old = bytes.Replace(old, []byte("history_pages: 8"), []byte("history_pages: 7"), 1)
+	c, err := Load(writeConfig(t, string(old)))
+	if err != nil {
+		t.Fatalf("a config of the previous release fails to load: %v", err)
+	}
+	if c.Budget.HistoryCalls != 7 {
+		t.Errorf("budget.history_calls = %d, want 7 from budget.history_pages", c.Budget.HistoryCalls)
+	}
+	var got []string
+	for _, w := range c.Warnings() {
+		got = append(got, w.String())
+	}
+	want := []string{
+		"line 82: budget.history_pages: renamed to budget.history_calls: its value is used as budget.history_calls; write budget.history_calls instead",
+		"line 88: budget.tail_fetches: no longer used and ignored: remove it",
+	}
+	if len(got) != len(want) {
+		t.Fatalf("warnings %q, want %d", got, len(want))
+	}
+	for i := range want {
+		if !strings.Contains(got[i], want[i]) {
+			t.Errorf("warning %q lacks %q", got[i], want[i])
 		}
 	}
+}
+
+// The old key's value is checked as the new key's, and errors name the key as
+// written; setting both names is an error, not a silent choice.
+func TestRenamedKeyErrors(t *testing.T) {
+	for content, want := range map[string]string{
+		"budget:\n  history_pages: lots\n":                       `line 2: budget.history_pages: "lots" is not a whole number`,
+		"budget:\n  history_pages: -1\n":                         "budget.history_calls",
+		"budget:\n  history_pages: 8\n  history_calls: 9\n":      "line 2: both budget.history_pages (line 2) and the key it was renamed to, history_calls, are set: remove budget.history_pages",
+		"budget:\n  history_calls: 9\n  history_pages: 8\n":      "line 3: both budget.history_pages (line 3)",
+		"budget:\n  tail_fetches: {not: a number}\n  bogus: 1\n": `unknown key "budget.bogus"`,
+	} {
+		_, err := Load(writeConfig(t, content))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: error %v, want it to contain %q", content, err, want)
+		}
+	}
+}
+
+// Every entry of the table names a key that no longer exists, and a renamed one a key
+// that does, in the same mapping; a list index in a key is written "[]".
+func TestKeyChangesNameRealKeys(t *testing.T) {
+	known := map[string]bool{}
+	var walk func(t reflect.Type, path string)
+	walk = func(t reflect.Type, path string) {
+		for t.Kind() == reflect.Slice || t.Kind() == reflect.Pointer {
+			if t.Kind() == reflect.Slice {
+				path += "[]"
+			}
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct {
+			return
+		}
+		for _, f := range yamlFields(t) {
+			p := join(path, f.name)
+			known[p] = true
+			walk(t.Field(f.index).Type, p)
+		}
+	}
+	walk(reflect.TypeFor[Config](), "")
+	for _, kc := range keyChanges {
+		if known[kc.key] {
+			t.Errorf("%s is still a key of Config: it cannot be renamed or removed", kc.key)
+		}
+		if kc.note == "" {
+			t.Errorf("%s: no note for the operator", kc.key)
+		}
+		if kc.to == "" {
+			continue
+		}
+		if !known[kc.to] {
+			t.Errorf("%s: renamed to %s, which is not a key of Config", kc.key, kc.to)
+		}
+		if parent(kc.key) != parent(kc.to) {
+			t.Errorf("%s: renamed to %s in another mapping; the decoder reads a new name in the same mapping only", kc.key, kc.to)
+		}
+	}
+}
+
+func parent(key string) string {
+	if i := strings.LastIndex(key, "."); i >= 0 {
+		return key[:i]
+	}
+	return ""
 }
 
 func TestRelativeStorePathIsInTheConfigFilesDirectory(t *testing.T) {

@@ -81,7 +81,7 @@ func (c *Config) RequireWebhookSecrets() error {
 	v := &validator{c: c}
 	for i, w := range c.Webhooks {
 		if !w.Secret.IsSet() {
-			v.fail("webhooks["+strconv.Itoa(i)+"].secret", "is empty: every delivery is signed; set e.g. secret: ${SLACKPOLL_WEBHOOK_SECRET} and export that variable")
+			v.fail("webhooks["+strconv.Itoa(i)+"].secret", "is empty: every delivery is signed; set e.g. secret: ${SLACKPOLL_WEBHOOK_SECRET} and export that variable (%s)", newSecretHint)
 		}
 	}
 	return errors.Join(v.errs...)
@@ -220,6 +220,22 @@ func (v *validator) secret(key string, s Secret) {
 	}
 }
 
+// webhookSecrets checks a webhook's secrets: each a whsec_ secret or a plain one
+// (ParseWebhookSecret). An empty one is left to RequireWebhookSecrets: the read
+// commands load a config whose secret is not in their environment.
+func (v *validator) webhookSecrets(key string, ss Secrets) {
+	for i, s := range ss {
+		k := key
+		if len(ss) > 1 {
+			k += "[" + strconv.Itoa(i) + "]"
+		}
+		v.secret(k, s)
+		if _, err := ParseWebhookSecret(s); err != nil && s.IsSet() {
+			v.failAt(k, k, "%s %v; the value is not shown", k, err)
+		}
+	}
+}
+
 // nonNegative checks a duration where 0 has a meaning of its own.
 func (v *validator) nonNegative(key string, d Duration) {
 	if d.D() < 0 {
@@ -248,7 +264,7 @@ func (v *validator) webhooks() {
 		case u.Scheme == "http" && u.User != nil && !loopbackHost(u.Hostname()):
 			v.fail(key+".url", "would send its user:password unencrypted: want https://, or http:// only to localhost or a loopback address")
 		}
-		v.secret(key+".secret", w.Secret)
+		v.webhookSecrets(key+".secret", w.Secret)
 		for j, k := range w.Kinds {
 			if !slices.Contains(readmodel.ChangeKinds(), k) {
 				v.fail(key+".kinds["+strconv.Itoa(j)+"]", "unknown change kind %q (allowed: %s)", k, strings.Join(readmodel.ChangeKinds(), ", "))

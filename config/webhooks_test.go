@@ -1,6 +1,8 @@
 package config
 
 import (
+	"bytes"
+	"encoding/base64"
 	"strings"
 	"testing"
 	"time"
@@ -22,7 +24,7 @@ webhooks:
 		t.Fatalf("webhooks = %+v", c.Webhooks)
 	}
 	w := c.Webhooks[0]
-	if w.Name != "app" || w.Secret.Reveal() != "shh-its-a-secret" || len(w.Kinds) != 2 || w.Own == nil || *w.Own || w.Timeout.D() != 5*time.Second || w.Lease.D() != time.Minute || w.MaxAttempts != 10 {
+	if w.Name != "app" || len(w.Secret) != 1 || w.Secret[0].Reveal() != "shh-its-a-secret" || len(w.Kinds) != 2 || w.Own == nil || *w.Own || w.Timeout.D() != 5*time.Second || w.Lease.D() != time.Minute || w.MaxAttempts != 10 {
 		t.Errorf("webhook = %+v", w)
 	}
 	if strings.Contains(c.String(), "shh-its-a-secret") {
@@ -68,5 +70,46 @@ func TestWebhookSecretIsRequiredOnlyToDeliver(t *testing.T) {
 	c = mustLoad(t, "webhooks:\n  - name: a\n    url: https://x/\n    secret: ${SET_SECRET_VAR}\n")
 	if err := c.RequireWebhookSecrets(); err != nil {
 		t.Errorf("RequireWebhookSecrets with the secret set = %v", err)
+	}
+}
+
+// A webhook's secret is a Standard Webhooks whsec_ secret, or a plain one as earlier
+// releases took; a list while one replaces another. A malformed whsec_ secret is an
+// error that does not show it.
+func TestWebhookSecretsWhsecPlainAndLists(t *testing.T) {
+	const key = "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw" // 24 bytes, base64
+	t.Setenv("NEW", "whsec_"+key)
+	t.Setenv("OLD", "plain-old-secret")
+	c := mustLoad(t, "webhooks:\n  - name: a\n    url: https://x/\n    secret: [\"${NEW}\", \"${OLD}\"]\n")
+	ss := c.Webhooks[0].Secret
+	if len(ss) != 2 || !ss.IsSet() {
+		t.Fatalf("secrets = %v", ss)
+	}
+	k, err := ParseWebhookSecret(ss[0])
+	if want, _ := base64.StdEncoding.DecodeString(key); err != nil || k.Plain || !bytes.Equal(k.Key, want) {
+		t.Errorf("whsec_ secret: key %x plain %v err %v, want %x", k.Key, k.Plain, err, want)
+	}
+	if k, err := ParseWebhookSecret(ss[1]); err != nil || !k.Plain || string(k.Key) != "plain-old-secret" {
+		t.Errorf("plain secret: key %q plain %v err %v", k.Key, k.Plain, err)
+	}
+	if strings.Contains(c.String(), "plain-old") || strings.Contains(c.String(), key) {
+		t.Errorf("the printed config shows a secret:\n%s", c)
+	}
+	for _, tc := range []struct{ secret, want string }{
+		{"whsec_not*base64", "webhooks[0].secret starts with whsec_ but the rest is not standard base64"},
+		{"whsec_c2hvcnQ=", "webhooks[0].secret is a whsec_ secret of 5 bytes: want 24 to 64"},
+		{"[whsec_" + key + ", whsec_c2hvcnQ=]", "webhooks[0].secret[1] is a whsec_ secret of 5 bytes"},
+	} {
+		_, err := Load(writeConfig(t, "webhooks:\n  - name: a\n    url: https://x/\n    secret: "+tc.secret+"\n"))
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "line 4") {
+			t.Errorf("secret %s: err %v, want %q on line 4", tc.secret, err, tc.want)
+		}
+		if err != nil && (strings.Contains(err.Error(), "c2hvcnQ") || strings.Contains(err.Error(), "not*base64")) {
+			t.Errorf("the error shows the secret: %v", err)
+		}
+	}
+	c = mustLoad(t, "webhooks:\n  - name: a\n    url: https://x/\n    secret: [\"${NEW}\", \"${UNSET_SECRET_VAR}\"]\n")
+	if err := c.RequireWebhookSecrets(); err == nil {
+		t.Error("a rotation list with an unset variable is accepted for delivery")
 	}
 }

@@ -14,11 +14,15 @@ import (
 const MaxScan = 10_000
 
 // Page is one answer of the feed: the changes after a seq, and where the feed stands.
+// Its JSON is the API's list shape, {"items", "next_cursor"}, plus the feed's bounds.
 type Page struct {
-	Changes []rm.Change `json:"changes"`
-	// Next is the cursor to pass as after for the following page: the seq of the last
-	// change examined (filters may have skipped some), else after.
-	Next uint64 `json:"next"`
+	// Changes are the page's items, in seq order.
+	Changes []rm.Change `json:"items"`
+	// Next is the cursor of the following page: the seq of the last change examined
+	// (filters may have skipped some), else after. In JSON it is next_cursor, that seq
+	// as a decimal string, and never "": the feed has no last page, a consumer
+	// follows it by passing next_cursor back (as cursor, or as after).
+	Next uint64 `json:"next_cursor,string"`
 	// Oldest is the oldest seq still held (changes before it were pruned); Last is
 	// the last seq assigned. A feed with no change held yet has Oldest = Last + 1.
 	Oldest uint64 `json:"oldest"`

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -128,5 +129,41 @@ func TestTrackRefusesConversationsNotPolled(t *testing.T) {
 		if code != ExitUsage {
 			t.Errorf("track %s: exit %d (%s), want 2", ch, code, errOut)
 		}
+	}
+}
+
+// A config written for the release before budget.history_calls, with its old budget
+// keys, still runs a tick: the old keys are warnings naming what to write instead,
+// and the renamed key's value is the cap that applies.
+func TestAConfigOfThePreviousReleaseRunsWithWarningsOnly(t *testing.T) {
+	fake, cfg := onceWorkspace(t)
+	old, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old = append(old, "budget:\n  history_pages: 8\n  replies_calls: 12\n  users_info_calls: 20\n  tail_fetches: 25\n"...)
+	if err := os.WriteFile(cfg, old, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := runCLI(context.Background(), "once", "--config", cfg)
+	if code != ExitOK {
+		t.Fatalf("once with the previous release's budget keys: exit %d: %s", code, errOut)
+	}
+	wantContains(t, "once's log", errOut,
+		"level=WARN", "budget.history_pages: renamed to budget.history_calls", "budget.tail_fetches: no longer used and ignored")
+	code, out, errOut := runCLI(context.Background(), "export", "--config", cfg)
+	if code != ExitOK {
+		t.Fatalf("export: exit %d: %s", code, errOut)
+	}
+	model, err := converge.ReadLines(strings.NewReader(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep := converge.Diff(model, converge.Lines(fake.Truth()), ""); len(rep.Differences) > 0 {
+		t.Fatalf("the tick under the old config did not read the workspace:\n%s", strings.Join(rep.Differences, "\n"))
+	}
+	code, out, _ = runCLI(context.Background(), "config", "--config", cfg)
+	if code != ExitOK || !strings.Contains(out, "history_calls: 8") {
+		t.Errorf("config: exit %d, want history_calls: 8 from history_pages:\n%s", code, out)
 	}
 }

@@ -49,17 +49,39 @@ func (d *daemon) newDeliverer() *webhook.Deliverer {
 		return nil
 	}
 	del := &webhook.Deliverer{Log: d.log, OnOutcome: d.metrics.OnDelivery,
-		Stamp: func() time.Time { now, _ := d.slackNow(); return now }}
+		Now: func() time.Time { now, _ := d.slackNow(); return now }}
 	// One outbox per webhook: lease and attempts are per webhook.
 	for _, w := range d.cfg.Webhooks {
 		u, _ := url.Parse(w.URL.Reveal())
 		h := webhook.Hook{
-			Name: w.Name, URL: u, Secret: []byte(w.Secret.Reveal()), Timeout: w.Timeout.D(),
+			Name: w.Name, URL: u, Timeout: w.Timeout.D(),
 			Outbox: &changefeed.Outbox{Store: d.store, Lease: w.Lease.D(), MaxAttempts: w.MaxAttempts},
+		}
+		h.Keys, h.LegacyKey = webhookKeys(w.Secret)
+		if h.LegacyKey != nil {
+			d.log.Warn("webhook secret is not a Standard Webhooks secret (whsec_…): deliveries are signed with its bytes as the key, and also carry the deprecated X-Slackpoll-* headers; move to a whsec_ secret (CHANGELOG, Upgrading)",
+				"webhook", w.Name)
 		}
 		del.Hooks = append(del.Hooks, h)
 	}
 	return del
+}
+
+// webhookKeys returns the signing keys of a webhook's secrets (Validate and
+// RequireWebhookSecrets have checked them), and the key of its first plain secret,
+// which signs the deprecated headers (nil when every secret is a whsec_ one).
+func webhookKeys(secrets config.Secrets) (keys [][]byte, legacy []byte) {
+	for _, s := range secrets {
+		k, err := config.ParseWebhookSecret(s)
+		if err != nil {
+			continue
+		}
+		keys = append(keys, k.Key)
+		if k.Plain && legacy == nil {
+			legacy = k.Key
+		}
+	}
+	return keys, legacy
 }
 
 // runFeed starts the feed's background work — webhook delivery, retention — and

@@ -13,7 +13,8 @@ import (
 	"github.com/slackpoll/slackpoll/internal/slackapi"
 )
 
-// loadConfig loads the config named by --config, $SLACKPOLL_CONFIG or ./slackpoll.yaml.
+// loadConfig loads the config named by --config, $SLACKPOLL_CONFIG or ./slackpoll.yaml,
+// and logs its warnings to stderr.
 func (c *cmdCtx) loadConfig() (*config.Config, error) {
 	path := c.configPath
 	if path == "" {
@@ -22,7 +23,16 @@ func (c *cmdCtx) loadConfig() (*config.Config, error) {
 	if path == "" {
 		path = config.DefaultPath
 	}
-	return config.Load(path)
+	cfg, err := config.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	// Keys of an earlier release (renamed, removed) still load: every command says
+	// what to write instead, in the log's format.
+	for _, w := range cfg.Warnings() {
+		newLogger(cfg.Log, c.env.Stderr).Warn("config: " + w.String())
+	}
+	return cfg, nil
 }
 
 // newLogger builds the slog logger of log.level and log.format, writing to w.

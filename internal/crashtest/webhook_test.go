@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
 	boltstore "github.com/slackpoll/slackpoll/internal/bolt"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 	"github.com/slackpoll/slackpoll/internal/slackfake"
@@ -21,8 +23,8 @@ import (
 
 var flagDeliveryKills = flag.Int("crash.delivery-kills", 50, "SIGKILLs of TestWebhookDeliveryAtLeastOnce")
 
-// webhookSecret signs the test receiver's deliveries.
-const webhookSecret = "kill-test-secret"
+// webhookSecret signs the test receiver's deliveries (a Standard Webhooks secret).
+const webhookSecret = "whsec_a2lsbC10ZXN0LXNlY3JldCBvZiAyNCBieXRlcw=="
 
 // Where a kill lands relative to one delivery, chosen per kill from the seed.
 type deliveryKill int
@@ -67,13 +69,17 @@ type killReceiver struct {
 
 func (r *killReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	body, _ := io.ReadAll(req.Body)
-	if err := webhook.Verify([]byte(webhookSecret), req.Header.Get(webhook.HeaderTimestamp), req.Header.Get(webhook.HeaderSignature), body, time.Now(), time.Minute); err != nil {
+	wh, err := standardwebhooks.NewWebhook(webhookSecret)
+	if err == nil {
+		err = wh.Verify(body, req.Header)
+	}
+	if err != nil {
 		r.t.Errorf("receiver: %v", err)
 		w.WriteHeader(http.StatusUnauthorized)
 		return
 	}
 	var c rm.Change
-	if err := json.Unmarshal(body, &c); err != nil || c.ID == "" || c.ID != req.Header.Get(webhook.HeaderEventID) {
+	if err := json.Unmarshal(body, &c); err != nil || c.ID == "" || c.ID != req.Header.Get(webhook.HeaderID) {
 		r.t.Errorf("receiver: bad body %s: %v", body, err)
 		return
 	}

@@ -34,8 +34,9 @@ type aheadBody struct {
 	Last  uint64 `json:"last"`
 }
 
-// changes answers GET /v1/changes?after=SEQ&limit=N&wait=30s&kind=&channel=&record=&own=:
-// a changefeed.Page of the changes after SEQ in seq order. With wait, an empty
+// changes answers GET /v1/changes?after=SEQ&cursor=&limit=N&wait=30s&kind=&channel=&record=&own=:
+// a changefeed.Page ({"items", "next_cursor", "oldest", "last"}) of the changes after
+// SEQ in seq order. With wait, an empty
 // answer is held until a change arrives or wait passes (a long poll). 410 when the
 // changes after SEQ were pruned, 409 when SEQ is past the last seq.
 func (a *api) changes(w http.ResponseWriter, r *http.Request) {
@@ -44,6 +45,16 @@ func (a *api) changes(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "after=%q: want a seq, a whole number >= 0", q.Get("after"))
 		return
+	}
+	// cursor is next_cursor of a previous answer: the seq it goes on after, as
+	// after is (the later of the two counts, as oldest and cursor do for messages).
+	if c := q.Get("cursor"); c != "" {
+		seq, err := strconv.ParseUint(c, 10, 64)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, "cursor=%.40q: pass next_cursor of the previous answer unchanged", c)
+			return
+		}
+		after = max(after, seq)
 	}
 	limit, err := uintParam(q.Get("limit"), defaultChangesLimit)
 	if err != nil || limit < 1 || limit > maxChangesLimit {

@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -91,11 +92,21 @@ func TestChangesPagesAndFilters(t *testing.T) {
 	if code != 200 || len(p.Changes) != 2 || p.Changes[0].Seq != a || p.Next != b || p.Last != c || p.Oldest != a {
 		t.Errorf("first page: %d %s", code, body)
 	}
+	// The API's list shape: items and next_cursor (the seq, as a string), plus the
+	// feed's bounds; next_cursor passed back as cursor goes on.
+	var wire map[string]json.RawMessage
+	_ = json.Unmarshal(body, &wire)
+	if len(wire) != 4 || string(wire["next_cursor"]) != fmt.Sprintf("%q", fmt.Sprint(b)) || wire["items"] == nil || wire["oldest"] == nil || wire["last"] == nil {
+		t.Errorf("first page is not {items, next_cursor, oldest, last}: %s", body)
+	}
+	if _, body := e.get(t, fmt.Sprintf("/v1/changes?cursor=%d&limit=2", b)); len(page(t, body).Changes) != 1 || page(t, body).Changes[0].Seq != c {
+		t.Errorf("next_cursor passed back as cursor: %s, want change %d", body, c)
+	}
 	_, body = e.get(t, "/v1/changes?after=0&kind=reaction_added&channel=C2")
 	if p := page(t, body); len(p.Changes) != 1 || p.Changes[0].Seq != c || p.Next != c {
 		t.Errorf("filtered: %s", body)
 	}
-	for _, bad := range []string{"after=x", "limit=0", "limit=5000", "wait=2h", "kind=nope", "own=maybe"} {
+	for _, bad := range []string{"after=x", "cursor=x", "limit=0", "limit=5000", "wait=2h", "kind=nope", "own=maybe"} {
 		if code, body := e.get(t, "/v1/changes?"+bad); code != http.StatusBadRequest {
 			t.Errorf("%s: %d %s, want 400", bad, code, body)
 		}

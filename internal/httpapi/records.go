@@ -3,6 +3,7 @@ package httpapi
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
@@ -105,7 +106,16 @@ func (a *api) track(w http.ResponseWriter, r *http.Request) {
 		a.internalError(w, r, err)
 		return
 	}
-	a.serveMessage(w, r, rm.Ref{Channel: req.Channel, TS: ts})
+	line, ok, err := a.messageLine(rm.Ref{Channel: req.Channel, TS: ts})
+	if err == nil && !ok {
+		// Tracking stored it (a placeholder at least) in the same transaction.
+		err = fmt.Errorf("message %s %s is not in the store right after it was tracked", req.Channel, ts)
+	}
+	if err != nil {
+		a.internalError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, line)
 }
 
 // UntrackResponse is the answer of DELETE /v1/tracked/{channel}/{ts}.

@@ -12,11 +12,12 @@
 //	POST /v1/tracked                              {"channel","ts","record"} → the message line
 //	DELETE /v1/tracked/{channel}/{ts}             untrack → {"channel","ts"}
 //	GET  /v1/status                               the status report (internal/status.Report)
-//	GET  /v1/changes                              ?after=&limit=&wait=&kind=&channel=&record=&own= → changefeed.Page; 410 when pruned, 409 when after > last
+//	GET  /v1/changes                              ?after=&cursor=&limit=&wait=&kind=&channel=&record=&own= → {"items", "next_cursor", "oldest", "last"}; 410 when pruned, 409 when after > last
 //	GET  /v1/outbox                               ?webhook=&parked=true → {"items": [outbox rows]}
 //	POST /v1/outbox/requeue                       {"webhook","seqs"} → {"requeued": n}
 //	GET  /v1/export                               the whole read model as JSON Lines (slackpoll export)
 //	GET  /v1/backup                               a consistent copy of the store file (slackpoll backup)
+//	GET  /v1/openapi.json                         the OpenAPI 3.1 document of every route (openapi.yaml)
 //	GET  /healthz                                 200 while the process serves; no token needed
 //	GET  /readyz                                  200 when the store is open and Ready() is nil
 //	GET  /metrics                                 Prometheus text format, names slackpoll_*
@@ -109,6 +110,26 @@ func New(opts Options) http.Handler {
 	a.metrics = m
 
 	mux := http.NewServeMux()
+	a.routes(mux)
+
+	var h http.Handler = mux
+	h = requireJSON(h)
+	h = requireToken(opts.Token, h, "/healthz")
+	h = checkHost(opts.Listen, h)
+	h = jsonErrors(h)
+	h = logRequests(a.log, h)
+	return h
+}
+
+// router is what routes registers on: an http.ServeMux, or a test's list of routes.
+type router interface {
+	HandleFunc(pattern string, handler func(http.ResponseWriter, *http.Request))
+	Handle(pattern string, handler http.Handler)
+}
+
+// routes registers every route of the API (Go 1.22 ServeMux patterns). The OpenAPI
+// document (openapi.yaml) describes each, and TestOpenAPI checks that it does.
+func (a *api) routes(mux router) {
 	mux.HandleFunc("GET /v1/conversations", a.conversations)
 	mux.HandleFunc("GET /v1/conversations/{id}/messages", a.messages)
 	mux.HandleFunc("GET /v1/conversations/{id}/messages/{ts}", a.message)
@@ -124,15 +145,8 @@ func New(opts Options) http.Handler {
 	mux.HandleFunc("GET /v1/backup", a.backup)
 	mux.HandleFunc("GET /healthz", healthz)
 	mux.HandleFunc("GET /readyz", a.readyz)
-	mux.Handle("GET /metrics", m.handler())
-
-	var h http.Handler = mux
-	h = requireJSON(h)
-	h = requireToken(opts.Token, h, "/healthz")
-	h = checkHost(opts.Listen, h)
-	h = jsonErrors(h)
-	h = logRequests(a.log, h)
-	return h
+	mux.HandleFunc("GET /v1/openapi.json", openapi)
+	mux.Handle("GET /metrics", a.metrics.handler())
 }
 
 // NewServer returns an http.Server for h on addr with timeouts that keep a slow or

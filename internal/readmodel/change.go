@@ -3,6 +3,7 @@ package readmodel
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"slices"
 	"time"
 )
@@ -50,9 +51,18 @@ func ChangeKinds() []string {
 	}
 }
 
+// ChangeVersion is the version of the change event's JSON form (Change.Version). It
+// stays 1 while fields and kinds are only added: consumers ignore fields and kinds
+// they do not know. It goes up when a field is removed or renamed, or its type or
+// meaning changes (README, "Change feed and webhooks").
+const ChangeVersion = 1
+
 // Change is one event of the change feed, as stored, served by GET /v1/changes and
 // POSTed to webhooks (README, "Change feed").
 type Change struct {
+	// Version is the event's JSON version, ChangeVersion when it was recorded (a
+	// change stored before the field existed decodes as 1).
+	Version int `json:"version"`
 	// Seq orders the feed: assigned from the store's sequence when the change is
 	// written, strictly increasing, never reused. It is the consumer's cursor.
 	Seq uint64 `json:"seq"`
@@ -79,6 +89,20 @@ type Change struct {
 	ObservedAt time.Time    `json:"observed_at"`
 	Before     *ChangeValue `json:"before,omitempty"`
 	After      *ChangeValue `json:"after,omitempty"`
+}
+
+// UnmarshalJSON decodes a change; one stored before Version existed is version 1.
+func (c *Change) UnmarshalJSON(data []byte) error {
+	type plain Change // without this method
+	var p plain
+	if err := json.Unmarshal(data, &p); err != nil {
+		return err
+	}
+	if p.Version == 0 {
+		p.Version = 1
+	}
+	*c = Change(p)
+	return nil
 }
 
 // ChangeValue is the before or after value of a change, where it is small. Only the

@@ -358,7 +358,7 @@ func (f *feedTx) emit(c Change) error {
 			c.ThreadRecord = parent.Record
 		}
 	}
-	c.ID, c.ObservedAt = NewEventID(), f.now
+	c.Version, c.ID, c.ObservedAt = ChangeVersion, NewEventID(), f.now
 	f.pending = append(f.pending, c)
 	return nil
 }

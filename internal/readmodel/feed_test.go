@@ -1,6 +1,8 @@
 package readmodel_test
 
 import (
+	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -342,5 +344,32 @@ func TestFeedOutboxKeepsAtMostMaxRows(t *testing.T) {
 	}
 	if counts != (rm.OutboxCounts{Pending: 3, Dropped: 2, LastDropped: got[1].Seq}) {
 		t.Errorf("counts %+v, want 3 pending, 2 dropped, the last %d", counts, got[1].Seq)
+	}
+}
+
+// Every recorded change carries the event's JSON version, and a change stored before
+// the field existed reads as version 1.
+func TestChangesCarryTheirVersion(t *testing.T) {
+	src := newStub()
+	src.addChannel(ch)
+	src.post(msg(ch, ts(1000, 0), "U1", "a"))
+	p, store, _ := feedPoller(t, src, rm.FeedConfig{Backfill: true})
+	mustTick(t, p)
+	got := changesAfter(t, store, 0)
+	if len(got) == 0 {
+		t.Fatal("no change recorded")
+	}
+	for _, c := range got {
+		if c.Version != rm.ChangeVersion {
+			t.Errorf("change %d: version %d, want %d", c.Seq, c.Version, rm.ChangeVersion)
+		}
+		b, _ := json.Marshal(c)
+		if !strings.Contains(string(b), `"version":1,`) {
+			t.Errorf("change JSON %s lacks \"version\":1", b)
+		}
+	}
+	var old rm.Change
+	if err := json.Unmarshal([]byte(`{"seq":1,"id":"x","kind":"message_posted","own":false,"observed_at":"2026-12-01T00:00:00Z"}`), &old); err != nil || old.Version != 1 {
+		t.Errorf("a change stored without version decodes as version %d (err %v), want 1", old.Version, err)
 	}
 }

@@ -54,7 +54,7 @@ func outboxWhileTheReceiverIsDown(b *testing.B, srv *httptest.Server) (*boltstor
 	}
 	s.DB().NoSync = false // from here on, as in the daemon
 	u, _ := url.Parse(srv.URL)
-	hook := webhook.Hook{Name: "app", URL: u, Secret: secret, Timeout: 5 * time.Second,
+	hook := webhook.Hook{Name: "app", URL: u, Keys: [][]byte{testKey}, Timeout: 5 * time.Second,
 		Outbox: &changefeed.Outbox{Store: s, Now: clock.Now, MaxAttempts: 10}}
 	rows, err := hook.Outbox.Claim("app", "down", 8)
 	if err != nil || len(rows) != 8 {

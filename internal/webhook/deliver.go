@@ -25,8 +25,13 @@ type Hook struct {
 	// Name keys the hook's outbox rows; URL receives the POSTs.
 	Name string
 	URL  *url.URL
-	// Secret signs every delivery (Sign).
-	Secret []byte
+	// Keys sign every delivery (Sign): one webhook-signature entry each, so that a
+	// receiver holding any of them accepts it while a secret is rotated.
+	Keys [][]byte
+	// LegacyKey, if set, also signs the deprecated X-Slackpoll-* headers
+	// (SignLegacy): set while the webhook has a plain secret, as earlier releases
+	// took, so that a receiver written for them goes on working.
+	LegacyKey []byte
 	// Timeout bounds one POST (default 10s).
 	Timeout time.Duration
 	// Outbox holds the hook's rows and its lease, backoff and attempt rules.
@@ -56,11 +61,10 @@ type Deliverer struct {
 	// OnOutcome, if set, is called after every attempt with the hook name and its
 	// outcome (changefeed.Outcome*), for metrics.
 	OnOutcome func(hook, outcome string)
-	// Stamp is the time a delivery is signed with (X-Slackpoll-Timestamp), which a
-	// receiver checks against its own clock: the daemon's is Slack's time
-	// (slackapi.Client.SlackNow), so that a local clock gone wrong does not get
-	// every delivery refused. Default time.Now.
-	Stamp func() time.Time
+	// Now is the clock of webhook-timestamp, which a receiver checks against its own
+	// clock: the daemon's is Slack's time (slackapi.Client.SlackNow), so that a local
+	// clock gone wrong does not get every delivery refused. Default time.Now.
+	Now func() time.Time
 
 	once sync.Once
 	wake chan struct{}
@@ -84,8 +88,8 @@ func (d *Deliverer) init() {
 		if d.Every <= 0 {
 			d.Every = 5 * time.Second
 		}
-		if d.Stamp == nil {
-			d.Stamp = time.Now
+		if d.Now == nil {
+			d.Now = time.Now
 		}
 	})
 }
@@ -281,12 +285,7 @@ func (d *Deliverer) post(ctx context.Context, h *Hook, c *rm.Change) error {
 	if err != nil {
 		return err
 	}
-	ts := d.Stamp().Unix()
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("User-Agent", "slackpoll-webhook/1")
-	req.Header.Set(HeaderEventID, c.ID)
-	req.Header.Set(HeaderTimestamp, strconv.FormatInt(ts, 10))
-	req.Header.Set(HeaderSignature, Sign(h.Secret, ts, body))
+	setHeaders(req.Header, h, c.ID, d.Now().Unix(), body)
 	resp, err := d.Client.Do(req)
 	if err != nil {
 		// The URL may carry credentials: errors name it redacted.
@@ -301,6 +300,23 @@ func (d *Deliverer) post(ctx context.Context, h *Hook, c *rm.Change) error {
 		return fmt.Errorf("POST %s: HTTP %d", config.RedactURL(h.URL), resp.StatusCode)
 	}
 	return nil
+}
+
+// setHeaders sets the headers of a delivery of event id signed at timestamp (unix
+// seconds): the Standard Webhooks ones, and the deprecated ones for a hook with a
+// LegacyKey.
+func setHeaders(hdr http.Header, h *Hook, id string, timestamp int64, body []byte) {
+	ts := strconv.FormatInt(timestamp, 10)
+	hdr.Set("Content-Type", "application/json")
+	hdr.Set("User-Agent", "slackpoll-webhook/1")
+	hdr.Set(HeaderID, id)
+	hdr.Set(HeaderTimestamp, ts)
+	hdr.Set(HeaderSignature, Sign(h.Keys, id, timestamp, body))
+	if h.LegacyKey != nil {
+		hdr.Set(LegacyHeaderEventID, id)
+		hdr.Set(LegacyHeaderTimestamp, ts)
+		hdr.Set(LegacyHeaderSignature, SignLegacy(h.LegacyKey, timestamp, body))
+	}
 }
 
 func newToken() string {

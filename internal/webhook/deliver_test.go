@@ -14,13 +14,28 @@ import (
 	"testing"
 	"time"
 
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
+	"github.com/slackpoll/slackpoll/config"
 	boltstore "github.com/slackpoll/slackpoll/internal/bolt"
 	"github.com/slackpoll/slackpoll/internal/changefeed"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 	"github.com/slackpoll/slackpoll/internal/webhook"
 )
 
-var secret = []byte("s3cret")
+// testSecret signs the tests' deliveries: the Standard Webhooks spec's example secret.
+const testSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+
+// testKey is testSecret's key.
+var testKey = mustKey(testSecret)
+
+func mustKey(secret string) []byte {
+	k, err := config.ParseWebhookSecret(config.Secret(secret))
+	if err != nil {
+		panic(err)
+	}
+	return k.Key
+}
 
 // receiver is a test webhook receiver: it verifies every request as the README tells
 // receivers to, and records what it got.
@@ -47,14 +62,18 @@ func newReceiver(t *testing.T) (*receiver, *httptest.Server) {
 
 func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	body, _ := io.ReadAll(req.Body)
-	if err := webhook.Verify(secret, req.Header.Get(webhook.HeaderTimestamp), req.Header.Get(webhook.HeaderSignature), body, time.Now(), 5*time.Minute); err != nil {
+	wh, err := standardwebhooks.NewWebhook(testSecret)
+	if err == nil {
+		err = wh.Verify(body, req.Header)
+	}
+	if err != nil {
 		r.t.Errorf("receiver: %v", err)
 		w.WriteHeader(http.StatusUnauthorized)
 		return
 	}
 	var c rm.Change
-	if err := json.Unmarshal(body, &c); err != nil || c.ID != req.Header.Get(webhook.HeaderEventID) {
-		r.t.Errorf("receiver: body %s (err %v) does not match %s %q", body, err, webhook.HeaderEventID, req.Header.Get(webhook.HeaderEventID))
+	if err := json.Unmarshal(body, &c); err != nil || c.ID != req.Header.Get(webhook.HeaderID) {
+		r.t.Errorf("receiver: body %s (err %v) does not match %s %q", body, err, webhook.HeaderID, req.Header.Get(webhook.HeaderID))
 	}
 	r.mu.Lock()
 	if r.inFlight[c.ID] {
@@ -115,7 +134,7 @@ func setup(t *testing.T, srv *httptest.Server, clock *fakeClock, channels ...str
 	if clock != nil {
 		now = clock.Now
 	}
-	return s, webhook.Hook{Name: "app", URL: u, Secret: secret, Timeout: 5 * time.Second,
+	return s, webhook.Hook{Name: "app", URL: u, Keys: [][]byte{testKey}, Timeout: 5 * time.Second,
 		Outbox: &changefeed.Outbox{Store: s, Now: now, Lease: 30 * time.Second, MaxAttempts: 3}}
 }
 
@@ -246,21 +265,27 @@ func TestParksAfterMaxAttempts(t *testing.T) {
 	}
 }
 
-func TestSignatureIsHMACOfVersionTimestampAndBody(t *testing.T) {
-	// Computed independently: printf 'v1:1700000000:{"a":1}' | openssl dgst -sha256 -hmac s3cret
-	const want = "v1=5758379e1e2bd8ca5cbc893acda89dd28be628dc70c337e7943ddd194922a4bf"
-	got := webhook.Sign(secret, 1700000000, []byte(`{"a":1}`))
+// Sign computes the spec's own test vector (the Standard Webhooks library's
+// TestWebhookSign), and with several keys, one signature each, in order.
+func TestSignIsTheStandardWebhooksSignature(t *testing.T) {
+	const want = "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="
+	got := webhook.Sign([][]byte{testKey}, "msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265330, []byte(`{"test": 2432232314}`))
 	if got != want {
 		t.Fatalf("Sign = %q, want %q", got, want)
 	}
-	if err := webhook.Verify(secret, "1700000000", got, []byte(`{"a":1}`), time.Unix(1700000000, 0), time.Minute); err != nil {
-		t.Errorf("Verify of Sign: %v", err)
+	other := []byte("another key of at least 24 bytes")
+	two := webhook.Sign([][]byte{other, testKey}, "msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265330, []byte(`{"test": 2432232314}`))
+	if sigs := strings.Split(two, " "); len(sigs) != 2 || sigs[1] != want || !strings.HasPrefix(sigs[0], "v1,") {
+		t.Errorf("Sign with two keys = %q, want a v1 signature of each, the second %s", two, want)
 	}
-	if webhook.Verify(secret, "1700000000", got, []byte(`{"a":2}`), time.Unix(1700000000, 0), time.Minute) == nil {
-		t.Error("Verify accepted another body")
-	}
-	if webhook.Verify(secret, "1700000000", got, []byte(`{"a":1}`), time.Unix(1700000000+3600, 0), time.Minute) == nil {
-		t.Error("Verify accepted a replay an hour later")
+}
+
+// The deprecated X-Slackpoll-Signature is computed as earlier releases did.
+func TestLegacySignatureIsHMACOfVersionTimestampAndBody(t *testing.T) {
+	// Computed independently: printf 'v1:1700000000:{"a":1}' | openssl dgst -sha256 -hmac s3cret
+	const want = "v1=5758379e1e2bd8ca5cbc893acda89dd28be628dc70c337e7943ddd194922a4bf"
+	if got := webhook.SignLegacy([]byte("s3cret"), 1700000000, []byte(`{"a":1}`)); got != want {
+		t.Fatalf("SignLegacy = %q, want %q", got, want)
 	}
 }
 

@@ -2,17 +2,15 @@ package webhook_test
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
+
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/slackpoll/slackpoll/internal/changefeed"
 	"github.com/slackpoll/slackpoll/internal/webhook"
@@ -20,23 +18,18 @@ import (
 
 // readmeReceiver is the receiver the README shows (section "Change feed and
 // webhooks"), word for word but for handle, which the README leaves to you.
-func readmeReceiver(secret []byte, seen map[string]bool, mu *sync.Mutex, handle func([]byte)) http.HandlerFunc {
+func readmeReceiver(wh *standardwebhooks.Webhook, seen map[string]bool, mu *sync.Mutex, handle func([]byte)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-		ts := r.Header.Get("X-Slackpoll-Timestamp")
-		mac := hmac.New(sha256.New, secret)
-		mac.Write([]byte("v1:" + ts + ":"))
-		mac.Write(body)
-		want := "v1=" + hex.EncodeToString(mac.Sum(nil))
-		sent, _ := strconv.ParseInt(ts, 10, 64)
-		if !hmac.Equal([]byte(want), []byte(r.Header.Get("X-Slackpoll-Signature"))) ||
-			time.Since(time.Unix(sent, 0)).Abs() > 5*time.Minute { // a replayed request
+		// Checks the signature over webhook-id, webhook-timestamp and the body, and
+		// refuses a timestamp more than 5 minutes from now (a replay).
+		if err := wh.Verify(body, r.Header); err != nil {
 			http.Error(w, "bad signature", http.StatusUnauthorized)
 			return
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		if id := r.Header.Get("X-Slackpoll-Event-Id"); !seen[id] {
+		if id := r.Header.Get("webhook-id"); !seen[id] {
 			handle(body) // your code: store it first, then answer
 			seen[id] = true
 		}
@@ -49,7 +42,11 @@ func TestTheREADMEReceiverAcceptsDeliveriesAndDropsDuplicates(t *testing.T) {
 		mu      sync.Mutex
 		handled int
 	)
-	rx := readmeReceiver(secret, map[string]bool{}, &mu, func([]byte) { handled++ })
+	wh, err := standardwebhooks.NewWebhook(testSecret) // in the README: os.Getenv("SLACKPOLL_WEBHOOK_SECRET")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rx := readmeReceiver(wh, map[string]bool{}, &mu, func([]byte) { handled++ })
 	srv := httptest.NewServer(rx)
 	defer srv.Close()
 	clock := &fakeClock{t: time.Now()}
