@@ -119,6 +119,7 @@ type Webhook struct {
 	Timeout     Duration  `yaml:"timeout" json:"timeout"`           // per POST; 0 = 10s
 	Lease       Duration  `yaml:"lease" json:"lease"`               // how long a claim holds its rows; 0 = 1m
 	MaxAttempts int       `yaml:"max_attempts" json:"max_attempts"` // failed attempts before a row is parked; 0 = 10
+	MaxRows     int       `yaml:"max_rows" json:"max_rows"`         // rows its outbox keeps before the oldest are dropped; 0 = 100000
 }
 
 // Log configures logging.

@@ -75,15 +75,16 @@ func TestSecretNotInErrors(t *testing.T) {
 	}
 }
 
-// A webhook URL may carry credentials (user:password, a token in its query):
-// `slackpoll config`, JSON, fmt and logs show the URL with them redacted.
+// A webhook URL may carry credentials (user:password, a token in its query, a secret
+// in its path, as Slack's and many other incoming-webhook URLs do): `slackpoll config`,
+// JSON, fmt and logs show its scheme and host only.
 func TestWebhookURLCredentialsNeverPrinted(t *testing.T) {
-	c, err := Load(writeConfig(t, "webhooks:\n  - name: app\n    url: https://app:pw-SECRET@hooks.example/in?token=q-SECRET\n    secret: s\n"))
+	c, err := Load(writeConfig(t, "webhooks:\n  - name: app\n    url: https://app:pw-SECRET@hooks.example:8443/in/T0/p-SECRET?token=q-SECRET\n    secret: s\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	w := c.Webhooks[0]
-	if w.URL.Reveal() != "https://app:pw-SECRET@hooks.example/in?token=q-SECRET" {
+	if w.URL.Reveal() != "https://app:pw-SECRET@hooks.example:8443/in/T0/p-SECRET?token=q-SECRET" {
 		t.Fatalf("URL not loaded: %q", w.URL.Reveal())
 	}
 	j, _ := json.Marshal(c)
@@ -95,7 +96,7 @@ func TestWebhookURLCredentialsNeverPrinted(t *testing.T) {
 			t.Errorf("webhook URL credentials printed: %s", o)
 		}
 	}
-	if !strings.Contains(c.String(), "url: https://app:xxxxx@hooks.example/in?xxxxx") {
+	if !strings.Contains(c.String(), "url: https://hooks.example:8443\n") {
 		t.Errorf("the redacted URL should still show where it points:\n%s", c.String())
 	}
 }

@@ -59,10 +59,10 @@ func (s Secret) MarshalJSON() ([]byte, error) { return json.Marshal(s.redacted()
 // MarshalYAML implements yaml.Marshaler with the redacted form.
 func (s Secret) MarshalYAML() (any, error) { return s.redacted(), nil }
 
-// SecretURL is a URL that may carry credentials: a webhook's user:password, or a
-// token in its query as many receivers expect. Like Secret, it never prints them: fmt,
-// JSON, YAML, text and slog all show RedactURL's form, which still says where it
-// points. Use Reveal to get the URL to send to.
+// SecretURL is a URL that may carry credentials: a webhook's user:password, a token
+// in its query, or a secret in its path, as many receivers expect. Like Secret, it
+// never prints them: fmt, JSON, YAML, text and slog all show RedactURL's form, its
+// scheme and host, which still says where it points. Use Reveal to get the URL to send to.
 type SecretURL string
 
 // Reveal returns the URL with its credentials. Call it only to send a request.
@@ -79,22 +79,12 @@ func (s SecretURL) redacted() string {
 	return RedactURL(u)
 }
 
-// RedactURL returns u without its credentials: the password (or a user name alone,
-// which may be a token) and the query become xxxxx, the fragment is dropped.
+// RedactURL returns u's scheme and host only ("https://app.internal:8443"): a
+// receiver's URL may carry a secret in its user:password, its query, or its path (an
+// incoming-webhook URL is often a bearer capability: https://hooks.example/T0/B0/xyz),
+// and no part of it but where it points can be shown safely.
 func RedactURL(u *url.URL) string {
-	r := *u
-	if r.User != nil {
-		if _, ok := r.User.Password(); ok {
-			r.User = url.UserPassword(r.User.Username(), "xxxxx")
-		} else {
-			r.User = url.User("xxxxx")
-		}
-	}
-	if r.RawQuery != "" || r.ForceQuery {
-		r.RawQuery, r.ForceQuery = "xxxxx", false
-	}
-	r.Fragment, r.RawFragment = "", ""
-	return r.String()
+	return (&url.URL{Scheme: u.Scheme, Host: u.Host}).String()
 }
 
 // String returns the redacted URL.

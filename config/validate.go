@@ -306,14 +306,31 @@ func (v *validator) webhooks() {
 		if w.Timeout == 0 {
 			w.Timeout = Duration(changefeed.DefaultDeliveryTimeout)
 		}
+		leaseDefault := ""
 		if w.Lease == 0 {
-			w.Lease = Duration(changefeed.DefaultLease)
+			w.Lease, leaseDefault = Duration(changefeed.DefaultLease), " (the default)"
+		}
+		// A claim must outlast the POST it is for: a completion after the lease is
+		// refused (the fence) and the event sent again, and a claim over before the
+		// POST starts is claimed again at once, a core spinning.
+		switch {
+		case w.Lease.D() > 0 && w.Lease.D() < changefeed.MinLease:
+			v.fail(key+".lease", "%s is shorter than %s: a claim would end before its delivery starts, and be taken again at once; want e.g. 1m (the default), longer than timeout", w.Lease.D(), changefeed.MinLease)
+		case w.Lease.D() > 0 && w.Timeout.D() > 0 && w.Lease.D() <= w.Timeout.D():
+			v.fail(key+".lease", "%s%s is not longer than %s.timeout (%s): a receiver slower than the lease gets each event again, and its answers are refused; set lease above timeout, e.g. lease: %s",
+				w.Lease.D(), leaseDefault, key, w.Timeout.D(), max(changefeed.DefaultLease, 2*w.Timeout.D()))
 		}
 		if w.MaxAttempts == 0 {
 			w.MaxAttempts = changefeed.DefaultMaxAttempts
 		}
 		if w.MaxAttempts < 0 {
 			v.fail(key+".max_attempts", "%d is negative: want a whole number >= 1, or 0 for the default (10)", w.MaxAttempts)
+		}
+		if w.MaxRows == 0 {
+			w.MaxRows = changefeed.DefaultMaxRows
+		}
+		if w.MaxRows < 0 {
+			v.fail(key+".max_rows", "%d is negative: want a whole number >= 1, or 0 for the default (%d)", w.MaxRows, changefeed.DefaultMaxRows)
 		}
 	}
 }

@@ -41,6 +41,12 @@ func TestWebhookErrorsNameTheKeyAndHideTheSecret(t *testing.T) {
 		{"webhooks:\n  - name: a\n    url: https://x/\n    secret: s\n    retries: 3\n", `unknown key "webhooks[0].retries"`},
 		{"webhooks:\n  - name: a\n    url: http://user:pw@hooks.example/in\n    secret: s\n", "webhooks[0].url: would send its user:password unencrypted"},
 		{"changes:\n  retention: 0s\n", "changes.retention: 0s is not allowed"},
+		// A claim that ends before its POST can: every completion is refused, and the
+		// event sent again for ever.
+		{"webhooks:\n  - name: a\n    url: https://x/\n    secret: s\n    lease: 10s\n", "webhooks[0].lease: 10s is not longer than webhooks[0].timeout (10s)"},
+		{"webhooks:\n  - name: a\n    url: https://x/\n    secret: s\n    timeout: 2m\n", "webhooks[0].lease: 1m0s (the default) is not longer than webhooks[0].timeout (2m0s)"},
+		// A claim that ends at once: the deliverer claimed again at once, a core spinning.
+		{"webhooks:\n  - name: a\n    url: https://x/\n    secret: s\n    lease: 1ms\n    timeout: 1ms\n", "webhooks[0].lease: 1ms is shorter than 1s"},
 	} {
 		_, err := Load(writeConfig(t, c.yaml))
 		if err == nil || !strings.Contains(err.Error(), c.want) {

@@ -36,7 +36,13 @@
 //	                             change feed; seqs come from the bucket's NextSequence and are
 //	                             never reused; pruned from the front by retention
 //	outbox/<webhook>/            seq → readmodel.OutboxRow (JSON, format 1): one nested bucket per
-//	                             webhook; a row is deleted when delivered
+//	                             webhook; a row is deleted when delivered. Beside the rows:
+//	    c/                       channel | 0x00 | seq → due(8) | enqueued(8), unix nanoseconds: the
+//	                             pending rows by conversation (the first of each is its head)
+//	    p/                       seq → 1: the parked rows
+//	    "n"                      counts: pending, parked, dropped, last dropped seq (4 × uint64);
+//	                             index and counts are added on open to stores made before them
+//	                             (see outbox.go)
 //
 // The exact ts string lives in the message value (and the tail value), so a ts comes
 // back byte-identical ("1718906000.000100"); the key only orders. Two ts strings with the

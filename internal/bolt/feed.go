@@ -88,97 +88,6 @@ func (t *tx) DeleteChange(seq uint64) error {
 	return b.Delete(seqKey(seq))
 }
 
-// PutOutbox replaces the row (r.Webhook, r.Seq), creating the webhook's bucket.
-func (t *tx) PutOutbox(r readmodel.OutboxRow) error {
-	if err := t.writable(); err != nil {
-		return err
-	}
-	if err := checkKey("webhook name", r.Webhook); err != nil {
-		return err
-	}
-	root, err := t.bucket(bOutbox)
-	if err != nil {
-		return err
-	}
-	b, err := root.CreateBucketIfNotExists([]byte(r.Webhook))
-	if err != nil {
-		return fmt.Errorf("store: outbox bucket %q: %w", r.Webhook, err)
-	}
-	return putJSONIn(b, bOutbox, seqKey(r.Seq), r)
-}
-
-// Outbox calls fn for the rows of one webhook ("" for all), by seq ascending.
-func (t *tx) Outbox(webhook string, fn func(readmodel.OutboxRow) error) error {
-	root := t.btx.Bucket(bOutbox)
-	if root == nil {
-		return nil
-	}
-	if webhook != "" {
-		b := root.Bucket([]byte(webhook))
-		if b == nil {
-			return nil
-		}
-		return stopped(t.outboxRows(webhook, b, fn))
-	}
-	return stopped(root.ForEachBucket(func(name []byte) error { return t.outboxRows(string(name), root.Bucket(name), fn) }))
-}
-
-// outboxRows walks one webhook's rows; a callback's ErrStopIteration is passed up
-// unchanged, so that a walk over every webhook stops too. An undecodable row is
-// skipped and reported, so that it stops neither its webhook's claims nor the status.
-func (t *tx) outboxRows(webhook string, b *bolt.Bucket, fn func(readmodel.OutboxRow) error) error {
-	c := b.Cursor()
-	for k, v := c.First(); k != nil; k, v = c.Next() {
-		var r readmodel.OutboxRow
-		if err := decodeJSON(v, &r); err != nil {
-			t.addOutbox(webhook, k, err)
-			continue
-		}
-		if err := fn(r); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// OutboxRow returns the row (webhook, seq).
-func (t *tx) OutboxRow(webhook string, seq uint64) (readmodel.OutboxRow, bool, error) {
-	var r readmodel.OutboxRow
-	root := t.btx.Bucket(bOutbox)
-	if root == nil || webhook == "" {
-		return r, false, nil
-	}
-	b := root.Bucket([]byte(webhook))
-	if b == nil {
-		return r, false, nil
-	}
-	v := b.Get(seqKey(seq))
-	if v == nil {
-		return r, false, nil
-	}
-	if err := decodeJSON(v, &r); err != nil {
-		t.addOutbox(webhook, seqKey(seq), err) // absent, as every read of it
-		return readmodel.OutboxRow{}, false, nil
-	}
-	return r, true, nil
-}
-
-// DeleteOutbox removes the row (webhook, seq).
-func (t *tx) DeleteOutbox(webhook string, seq uint64) error {
-	if err := t.writable(); err != nil {
-		return err
-	}
-	root, err := t.bucket(bOutbox)
-	if err != nil {
-		return err
-	}
-	b := root.Bucket([]byte(webhook))
-	if b == nil {
-		return nil
-	}
-	return b.Delete(seqKey(seq))
-}
-
 // putJSONIn stores v under key in b (named name, for errors).
 func putJSONIn(b *bolt.Bucket, name, key []byte, v any) error {
 	data, err := json.Marshal(v)
@@ -191,12 +100,16 @@ func putJSONIn(b *bolt.Bucket, name, key []byte, v any) error {
 	return nil
 }
 
-// addFeed creates the feed's buckets in a store made before them.
+// addFeed creates the feed's buckets in a store made before them, and the outbox's
+// counts and index in one made before those.
 func addFeed(btx *bolt.Tx, path string) error {
 	for _, name := range [][]byte{bChanges, bOutbox} {
 		if _, err := btx.CreateBucketIfNotExists(name); err != nil {
 			return fmt.Errorf("store %s: create bucket %s: %w", path, name, err)
 		}
+	}
+	if err := indexOutbox(btx); err != nil {
+		return fmt.Errorf("store %s: index the outbox: %w", path, err)
 	}
 	return nil
 }

@@ -1,7 +1,10 @@
 package changefeed
 
 import (
+	"cmp"
 	"errors"
+	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -16,6 +19,13 @@ const (
 	DefaultMaxBackoff      = 10 * time.Minute
 	DefaultMaxAttempts     = 10
 	DefaultDeliveryTimeout = 10 * time.Second
+	// DefaultMaxRows bounds a webhook's outbox: past it, the oldest rows are dropped
+	// undelivered. At about 1 KB a row, 100,000 rows are about 100 MB of store;
+	// claims and status cost the same at any size.
+	DefaultMaxRows = 100_000
+	// MinLease is the shortest lease a webhook may have (config): a shorter claim is
+	// over before its delivery can start.
+	MinLease = time.Second
 )
 
 // Outbox holds the delivery rules of the webhooks' outbox rows. Every method is one
@@ -35,9 +45,16 @@ type Outbox struct {
 	MaxAttempts int
 
 	mu sync.Mutex
-	// tokens are the claim tokens Claim was called with, until their lease ends: only
-	// these can hold rows, so only their claims walk the whole outbox for them.
-	tokens map[string]time.Time
+	// claims are the claims this Outbox made, by token, until their lease ends: the
+	// rows each took, so that a claim repeated with its token returns them (a token
+	// it never claimed for holds no row).
+	claims map[string]claim
+}
+
+// claim is one claim of an Outbox: until when it holds, and the rows it took.
+type claim struct {
+	until time.Time
+	seqs  []uint64
 }
 
 // Outcome names what a delivery attempt did, for logs and metrics.
@@ -46,7 +63,9 @@ const (
 	OutcomeFailed    = "failed"
 	OutcomeParked    = "parked"
 	// OutcomeFenced: the claim was lost (its lease expired) before the attempt was
-	// recorded; another claim delivers the row again.
+	// recorded; the row is delivered again. The attempt counts toward max_attempts
+	// (unless another claim holds the row by then, whose attempt counts), so that
+	// one event is not delivered again for ever.
 	OutcomeFenced = "fenced"
 )
 
@@ -106,6 +125,24 @@ func (o *Outbox) leased(r *rm.OutboxRow, now time.Time) bool {
 	return r.ClaimToken != "" && now.Before(r.LeaseUntil) && !r.LeaseUntil.After(now.Add(2*o.lease()))
 }
 
+// Left is how long the claim on r, as Claim returned it, still holds.
+func (o *Outbox) Left(r *rm.OutboxRow) time.Duration { return r.LeaseUntil.Sub(o.now()) }
+
+// Counts returns webhook's outbox counts (zero when it has no bucket).
+func (o *Outbox) Counts(webhook string) (rm.OutboxCounts, error) {
+	var out rm.OutboxCounts
+	err := o.Store.View(func(tx rm.Tx) error {
+		return tx.OutboxCounts(func(name string, c rm.OutboxCounts) error {
+			if name == webhook {
+				out = c
+				return rm.ErrStopIteration
+			}
+			return nil
+		})
+	})
+	return out, err
+}
+
 // Expired reports whether the claim on r, as Claim returned it, has run out: a
 // deliverer stops its batch there and claims again, rather than deliver rows whose
 // completion would be refused (and which another claim may be delivering).
@@ -117,66 +154,110 @@ func (o *Outbox) waiting(r *rm.OutboxRow, now time.Time) bool {
 	return now.Before(r.NextAttempt) && !r.NextAttempt.After(now.Add(o.maxBackoff()))
 }
 
-// used reports whether this Outbox was asked to claim for token before, while the
-// rows that claim took may still hold, and remembers it for the claim's lease.
-func (o *Outbox) used(token string, now time.Time) bool {
+// claimed returns the rows the claim of token took, with true, while that claim may
+// still hold; else it remembers token, for the claim's lease, and returns false.
+func (o *Outbox) claimed(token string, now time.Time) ([]uint64, bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	for t, until := range o.tokens {
-		if !now.Before(until) {
-			delete(o.tokens, t)
+	for t, c := range o.claims {
+		if !now.Before(c.until) {
+			delete(o.claims, t)
 		}
 	}
-	if _, ok := o.tokens[token]; ok {
-		return true
+	if c, ok := o.claims[token]; ok {
+		return c.seqs, true
 	}
-	if o.tokens == nil {
-		o.tokens = map[string]time.Time{}
+	if o.claims == nil {
+		o.claims = map[string]claim{}
 	}
-	o.tokens[token] = now.Add(o.lease())
-	return false
+	o.claims[token] = claim{until: now.Add(o.lease())}
+	return nil, false
 }
 
-// Claim claims up to n rows of webhook for token, in seq order, with a lease of
-// Lease, and returns them. Per conversation, order holds: a row that is held by
-// another claim or backing off keeps every later row of its conversation out of the
-// batch. Parked rows are skipped and hold nothing back. Claiming again with the same
-// token while its claim holds returns the same rows and claims no others: a
-// deliverer that retries a claim whose answer it lost does not take a second batch.
-// (The same Outbox must see both claims: a token it never claimed for holds no row,
-// so its claim reads the outbox only as far as its batch, not all of it.)
+// remember records the rows the claim of token took.
+func (o *Outbox) remember(token string, rows []rm.OutboxRow) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if c, ok := o.claims[token]; ok {
+		c.seqs = c.seqs[:0]
+		for _, r := range rows {
+			c.seqs = append(c.seqs, r.Seq)
+		}
+		o.claims[token] = c
+	}
+}
+
+// due reports whether a pending row may be tried at now, from its index entry. One
+// whose DueAt is past, or within the horizon where both a lease and a backoff are
+// trusted, is decided by the entry alone; only one further ahead (written by a
+// clock that has since moved back) is read.
+func (o *Outbox) due(tx rm.Tx, webhook string, e rm.OutboxEntry, now time.Time) (bool, error) {
+	if !e.DueAt.After(now) {
+		return true, nil
+	}
+	if !e.DueAt.After(now.Add(min(2*o.lease(), o.maxBackoff()))) {
+		return false, nil
+	}
+	r, ok, err := tx.OutboxRow(webhook, e.Seq)
+	if err != nil || !ok {
+		return false, err
+	}
+	return !o.leased(&r, now) && !o.waiting(&r, now), nil
+}
+
+// Claim claims up to n rows of webhook for token, with a lease of Lease, and
+// returns them in seq order: the n oldest rows that may go now. Per conversation,
+// order holds: a row that is held by another claim or backing off keeps every later
+// row of its conversation out of the batch. Parked rows are skipped and hold nothing
+// back. Claiming again with the same token while its claim holds returns the same
+// rows and claims no others: a deliverer that retries a claim whose answer it lost
+// does not take a second batch (the same Outbox must see both claims).
+//
+// Its cost grows with the conversations that have rows and with n, not with the
+// rows waiting: it reads the store's index of pending rows (each conversation's
+// first, then as many as the batch can take), and only the rows it takes.
 func (o *Outbox) Claim(webhook, token string, n int) ([]rm.OutboxRow, error) {
 	if token == "" {
 		return nil, errors.New("outbox: empty claim token")
 	}
 	var out []rm.OutboxRow
-	used := o.used(token, o.now())
+	prior, _ := o.claimed(token, o.now())
+	fresh := false
 	err := o.Store.Update(func(tx rm.Tx) error {
-		// One walk finds both the rows token holds and the rows it would claim: each
-		// row decoded costs, and a backlog (a first sync with backfill, a receiver
-		// down) is long. Only a token used before walks it all.
-		var held []rm.OutboxRow
-		out = out[:0]
+		out, fresh = out[:0], false
 		now := o.now()
-		blocked := map[string]bool{}
-		err := tx.Outbox(webhook, func(r rm.OutboxRow) error {
-			switch {
-			case used && o.held(&r, token, now):
-				held = append(held, r)
-			case !used && len(out) >= n:
-				return rm.ErrStopIteration
-			case len(held) > 0 || len(out) >= n || r.Parked || blocked[r.Change.Channel]:
-			case o.leased(&r, now) || o.waiting(&r, now):
-				blocked[r.Change.Channel] = true
-			default:
-				r.ClaimToken, r.LeaseUntil = token, now.Add(o.lease())
+		for _, seq := range prior {
+			r, ok, err := tx.OutboxRow(webhook, seq)
+			if err != nil {
+				return err
+			}
+			if ok && o.held(&r, token, now) {
 				out = append(out, r)
 			}
+		}
+		if len(out) > 0 {
 			return nil
-		})
-		if err != nil || len(held) > 0 {
-			out = held
+		}
+		take, err := o.oldestDue(tx, webhook, n, now)
+		if err != nil {
 			return err
+		}
+		stopped := map[string]bool{}
+		for _, e := range take {
+			r, ok, err := tx.OutboxRow(webhook, e.Seq)
+			if err != nil {
+				return err
+			}
+			if !ok || stopped[e.Channel] || o.leased(&r, now) || o.waiting(&r, now) {
+				stopped[e.Channel] = true // unreadable or not due after all: holds back the rest
+				continue
+			}
+			r.ClaimToken, r.LeaseUntil = token, now.Add(o.lease())
+			out = append(out, r)
+		}
+		fresh = true
+		if len(out) == 0 {
+			return errNothingDue // rolled back: no commit, no fsync, for a sweep that finds nothing
 		}
 		for _, r := range out {
 			if err := tx.PutOutbox(r); err != nil {
@@ -185,26 +266,104 @@ func (o *Outbox) Claim(webhook, token string, n int) ([]rm.OutboxRow, error) {
 		}
 		return nil
 	})
+	if errors.Is(err, errNothingDue) {
+		err = nil
+	}
+	if err == nil && fresh {
+		o.remember(token, out)
+	}
 	return out, err
 }
 
-// Complete deletes a delivered row if token still holds it, and reports whether it
-// did. A false answer is the fence: the lease expired first, the row may be claimed
-// and delivered again, and the receiver will see the event twice.
-func (o *Outbox) Complete(webhook, token string, seq uint64) (bool, error) {
-	ok := false
-	err := o.Store.Update(func(tx rm.Tx) error {
-		r, found, err := tx.OutboxRow(webhook, seq)
-		if err != nil || !found {
-			ok = false
-			return err
+// errNothingDue ends a claim's transaction that claimed nothing.
+var errNothingDue = errors.New("outbox: nothing due")
+
+// oldestDue returns the index entries of the up to n oldest rows of webhook that may
+// be tried at now, by seq: of each conversation whose first row is due, its rows
+// up to the first that is not. Conversations are read oldest first, and only as far
+// as their rows can still be among the n oldest.
+func (o *Outbox) oldestDue(tx rm.Tx, webhook string, n int, now time.Time) ([]rm.OutboxEntry, error) {
+	var heads []rm.OutboxEntry
+	err := tx.OutboxHeads(webhook, func(h rm.OutboxEntry) error {
+		due, err := o.due(tx, webhook, h, now)
+		if due {
+			heads = append(heads, h)
 		}
-		if ok = o.held(&r, token, o.now()); !ok {
-			return nil
-		}
-		return tx.DeleteOutbox(webhook, seq)
+		return err
 	})
-	return ok, err
+	if err != nil || n <= 0 {
+		return nil, err
+	}
+	bySeq := func(a, b rm.OutboxEntry) int { return cmp.Compare(a.Seq, b.Seq) }
+	slices.SortFunc(heads, bySeq)
+	var take []rm.OutboxEntry
+	for _, h := range heads {
+		full := len(take) >= n
+		if full && h.Seq > take[n-1].Seq {
+			break // this conversation's rows, and every later one's, are newer than the n taken
+		}
+		got := 0
+		var dueErr error
+		err := tx.OutboxPending(webhook, h.Channel, func(e rm.OutboxEntry) error {
+			if got >= n || full && e.Seq > take[n-1].Seq {
+				return rm.ErrStopIteration
+			}
+			if e.Seq != h.Seq {
+				due, err := o.due(tx, webhook, e, now)
+				if dueErr = err; err != nil || !due {
+					return rm.ErrStopIteration
+				}
+			}
+			take = append(take, e)
+			got++
+			return nil
+		})
+		if err = errors.Join(err, dueErr); err != nil {
+			return nil, err
+		}
+		slices.SortFunc(take, bySeq)
+		take = take[:min(len(take), n)]
+	}
+	return take, nil
+}
+
+// Complete records the delivery of rows token claimed, in one transaction, and
+// returns each one's outcome, in the order of seqs: delivered (the row is deleted),
+// fenced or parked. A delivery completed after its claim's lease ran out is the
+// fence: it is not recorded, the row is delivered again, and the receiver sees the
+// event twice; the attempt counts toward MaxAttempts and backs off like a failure,
+// unless another claim holds the row by now (its own attempt will count). A row no
+// longer there (dropped by the outbox's bound) is delivered.
+func (o *Outbox) Complete(webhook, token string, seqs []uint64) ([]string, error) {
+	out := make([]string, len(seqs))
+	err := o.Store.Update(func(tx rm.Tx) error {
+		now := o.now()
+		for i, seq := range seqs {
+			r, found, err := tx.OutboxRow(webhook, seq)
+			switch {
+			case err != nil:
+				return err
+			case !found:
+				out[i] = OutcomeDelivered
+			case o.held(&r, token, now):
+				out[i] = OutcomeDelivered
+				err = tx.DeleteOutbox(webhook, seq)
+			case o.leased(&r, now):
+				out[i] = OutcomeFenced // another claim's: its attempt counts
+			default:
+				out[i] = o.failed(&r, now, fmt.Sprintf("delivered, but after the claim's lease (%s) ran out: not recorded (fenced), sent again", o.lease()))
+				if out[i] == OutcomeFailed {
+					out[i] = OutcomeFenced
+				}
+				err = tx.PutOutbox(r)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return out, err
 }
 
 // Release lets go of the rows named by seqs that token holds, without an attempt:
@@ -230,30 +389,39 @@ func (o *Outbox) Release(webhook, token string, seqs []uint64) error {
 	})
 }
 
-// Fail records a failed attempt of a row token holds: the claim is released, the
+// Fail records a failed attempt of a row token claimed: the claim is released, the
 // row backs off (Backoff doubled per attempt, at most MaxBackoff), and after
-// MaxAttempts it is parked. It returns the outcome: failed, parked, or fenced when
-// the claim was no longer held (nothing is recorded then).
+// MaxAttempts it is parked. It returns the outcome: failed or parked; fenced when
+// another claim holds the row by now (nothing is recorded then: that claim's attempt
+// counts) or the row is gone. A failure recorded after the claim's lease ran out
+// still counts: a receiver slower than the lease must not be retried for ever.
 func (o *Outbox) Fail(webhook, token string, seq uint64, reason string) (string, error) {
 	outcome := OutcomeFenced
 	err := o.Store.Update(func(tx rm.Tx) error {
 		outcome = OutcomeFenced
 		r, found, err := tx.OutboxRow(webhook, seq)
 		now := o.now()
-		if err != nil || !found || !o.held(&r, token, now) {
+		if err != nil || !found || !o.held(&r, token, now) && o.leased(&r, now) {
 			return err
 		}
-		r.Attempts++
-		r.LastError = reason
-		r.ClaimToken, r.LeaseUntil = "", time.Time{}
-		r.NextAttempt = now.Add(o.backoff(r.Attempts))
-		outcome = OutcomeFailed
-		if r.Attempts >= o.maxAttempts() {
-			r.Parked, outcome = true, OutcomeParked
-		}
+		outcome = o.failed(&r, now, reason)
 		return tx.PutOutbox(r)
 	})
 	return outcome, err
+}
+
+// failed records one failed attempt of r at now: released, backing off, parked
+// after MaxAttempts. It returns OutcomeFailed or OutcomeParked.
+func (o *Outbox) failed(r *rm.OutboxRow, now time.Time, reason string) string {
+	r.Attempts++
+	r.LastError = reason
+	r.ClaimToken, r.LeaseUntil = "", time.Time{}
+	r.NextAttempt = now.Add(o.backoff(r.Attempts))
+	if r.Attempts >= o.maxAttempts() {
+		r.Parked = true
+		return OutcomeParked
+	}
+	return OutcomeFailed
 }
 
 // Requeue puts parked rows of webhook back in line with a fresh attempt count: the
@@ -267,8 +435,8 @@ func (o *Outbox) Requeue(webhook string, seqs []uint64) (int, error) {
 		for _, s := range seqs {
 			want[s] = true
 		}
-		err := tx.Outbox(webhook, func(r rm.OutboxRow) error {
-			if r.Parked && (len(seqs) == 0 || want[r.Seq]) {
+		err := tx.OutboxParked(webhook, func(r rm.OutboxRow) error {
+			if len(seqs) == 0 || want[r.Seq] {
 				back = append(back, r)
 			}
 			return nil
@@ -295,23 +463,29 @@ type Stats struct {
 	Pending, Parked int
 	// OldestPending is when the oldest pending row was enqueued; zero when none.
 	OldestPending time.Time
+	// Dropped counts the rows dropped undelivered by the webhook's max_rows, ever;
+	// LastDropped is the seq of the last of them (the feed may still hold it).
+	Dropped, LastDropped uint64
 }
 
-// OutboxStats returns the figures of every webhook with rows, by name.
+// OutboxStats returns the figures of every webhook with rows, or rows dropped, by
+// name. It reads the store's counts and each conversation's first pending row, not
+// the rows.
 func OutboxStats(tx rm.Tx) (map[string]Stats, error) {
 	out := map[string]Stats{}
-	err := tx.Outbox("", func(r rm.OutboxRow) error {
-		s := out[r.Webhook]
-		if r.Parked {
-			s.Parked++
-		} else {
-			s.Pending++
-			if s.OldestPending.IsZero() || r.Enqueued.Before(s.OldestPending) {
-				s.OldestPending = r.Enqueued
-			}
+	err := tx.OutboxCounts(func(name string, c rm.OutboxCounts) error {
+		if c.Pending+c.Parked == 0 && c.Dropped == 0 {
+			return nil
 		}
-		out[r.Webhook] = s
-		return nil
+		s := Stats{Pending: c.Pending, Parked: c.Parked, Dropped: c.Dropped, LastDropped: c.LastDropped}
+		err := tx.OutboxHeads(name, func(h rm.OutboxEntry) error {
+			if !h.Enqueued.IsZero() && (s.OldestPending.IsZero() || h.Enqueued.Before(s.OldestPending)) {
+				s.OldestPending = h.Enqueued
+			}
+			return nil
+		})
+		out[name] = s
+		return err
 	})
 	return out, err
 }
@@ -340,7 +514,11 @@ const MaxListed = 1000
 // when parkedOnly, by webhook and seq.
 func ListOutbox(tx rm.Tx, webhook string, parkedOnly bool, now time.Time, limit int) ([]RowSummary, error) {
 	out := []RowSummary{}
-	err := tx.Outbox(webhook, func(r rm.OutboxRow) error {
+	walk := tx.Outbox
+	if parkedOnly {
+		walk = func(webhook string, fn func(rm.OutboxRow) error) error { return parkedRows(tx, webhook, fn) }
+	}
+	err := walk(webhook, func(r rm.OutboxRow) error {
 		if len(out) >= limit {
 			return rm.ErrStopIteration
 		}
@@ -355,4 +533,32 @@ func ListOutbox(tx rm.Tx, webhook string, parkedOnly bool, now time.Time, limit 
 		return nil
 	})
 	return out, err
+}
+
+// parkedRows calls fn for the parked rows of webhook, or of every webhook ("") by
+// name, from the store's index of parked rows; fn's ErrStopIteration ends the walk.
+func parkedRows(tx rm.Tx, webhook string, fn func(rm.OutboxRow) error) error {
+	if webhook != "" {
+		return tx.OutboxParked(webhook, fn)
+	}
+	stop := false
+	err := tx.OutboxCounts(func(name string, c rm.OutboxCounts) error {
+		if stop {
+			return rm.ErrStopIteration
+		}
+		if c.Parked == 0 {
+			return nil
+		}
+		return tx.OutboxParked(name, func(r rm.OutboxRow) error {
+			if err := fn(r); err != nil {
+				stop = errors.Is(err, rm.ErrStopIteration)
+				return err
+			}
+			return nil
+		})
+	})
+	if stop {
+		return nil
+	}
+	return err
 }

@@ -70,6 +70,12 @@ func seqsOf(rows []rm.OutboxRow) []uint64 {
 	return out
 }
 
+// complete completes one row of webhook h and reports whether it was delivered.
+func complete(o *changefeed.Outbox, token string, seq uint64) (bool, error) {
+	out, err := o.Complete("h", token, []uint64{seq})
+	return err == nil && out[0] == changefeed.OutcomeDelivered, err
+}
+
 func newOutbox(s rm.Store, c *clock) *changefeed.Outbox {
 	return &changefeed.Outbox{Store: s, Now: c.Now, Lease: 30 * time.Second, Backoff: 5 * time.Second, MaxBackoff: time.Minute, MaxAttempts: 3}
 }
@@ -107,10 +113,10 @@ func TestCompletionIsFencedByTheLease(t *testing.T) {
 	if !slices.Equal(seqsOf(taken), []uint64{seq}) {
 		t.Fatalf("after the lease expired another claim got %v, want %d", seqsOf(taken), seq)
 	}
-	if ok, err := o.Complete("h", "slow", seq); ok || err != nil {
+	if ok, err := complete(o, "slow", seq); ok || err != nil {
 		t.Errorf("late completion by the expired claim = %v, %v; want refused", ok, err)
 	}
-	if ok, err := o.Complete("h", "fast", seq); !ok || err != nil {
+	if ok, err := complete(o, "fast", seq); !ok || err != nil {
 		t.Errorf("completion by the holder = %v, %v; want accepted", ok, err)
 	}
 	if rows, _ := o.Claim("h", "next", 10); len(rows) != 0 {
@@ -125,7 +131,7 @@ func TestExpiredClaimWithNoOtherClaimIsStillRefused(t *testing.T) {
 	seq := enqueue(t, s, "h", t0, "C1")[0]
 	_, _ = o.Claim("h", "slow", 1)
 	c.Advance(time.Minute)
-	if ok, _ := o.Complete("h", "slow", seq); ok {
+	if ok, _ := complete(o, "slow", seq); ok {
 		t.Error("a completion after the lease expired was accepted: the row may be claimed and delivered by another deliverer meanwhile")
 	}
 }
@@ -250,7 +256,7 @@ func TestAClaimSurvivesTheClockSteppingBackALittle(t *testing.T) {
 	if rows, _ := o.Claim("h", "b", 1); len(rows) != 0 {
 		t.Errorf("after the clock stepped back 2s, another claim took the row a holds: %v", seqsOf(rows))
 	}
-	if ok, err := o.Complete("h", "a", seq); !ok || err != nil {
+	if ok, err := complete(o, "a", seq); !ok || err != nil {
 		t.Errorf("completion by the holder after the clock stepped back 2s = %v, %v; want accepted (not fenced: the lease has not run out)", ok, err)
 	}
 }
@@ -340,7 +346,8 @@ func TestPruneDeletesAnUndecodableChangeAmongTheOldOnes(t *testing.T) {
 	})
 }
 
-// countingStore counts the outbox rows its transactions' walks decode.
+// countingStore counts the outbox rows its transactions read (index entries are not
+// rows).
 type countingStore struct {
 	rm.Store
 	rows int
@@ -355,8 +362,25 @@ func (s *countingStore) Update(fn func(rm.Tx) error) error {
 	return s.Store.Update(func(tx rm.Tx) error { return fn(countingTx{tx, s}) })
 }
 
+func (s *countingStore) View(fn func(rm.Tx) error) error {
+	return s.Store.View(func(tx rm.Tx) error { return fn(countingTx{tx, s}) })
+}
+
+func (t countingTx) count(fn func(rm.OutboxRow) error) func(rm.OutboxRow) error {
+	return func(r rm.OutboxRow) error { t.s.rows++; return fn(r) }
+}
+
 func (t countingTx) Outbox(webhook string, fn func(rm.OutboxRow) error) error {
-	return t.Tx.Outbox(webhook, func(r rm.OutboxRow) error { t.s.rows++; return fn(r) })
+	return t.Tx.Outbox(webhook, t.count(fn))
+}
+
+func (t countingTx) OutboxParked(webhook string, fn func(rm.OutboxRow) error) error {
+	return t.Tx.OutboxParked(webhook, t.count(fn))
+}
+
+func (t countingTx) OutboxRow(webhook string, seq uint64) (rm.OutboxRow, bool, error) {
+	t.s.rows++
+	return t.Tx.OutboxRow(webhook, seq)
 }
 
 // Each claim of a batch walked the whole outbox (for rows its token might already
@@ -384,5 +408,142 @@ func TestAFreshClaimReadsOnlyAsFarAsItsBatch(t *testing.T) {
 	again, _ := o.Claim("h", "fresh", 10)
 	if !slices.Equal(seqsOf(again), seqs[:10]) {
 		t.Errorf("the same token claiming again got %v, want the same rows", seqsOf(again))
+	}
+}
+
+// Retention goes by Slack's time, waits for it, and never takes most of the feed in
+// one pass.
+func TestRetentionGoesBySlacksTimeAndTakesAtMostHalfAPass(t *testing.T) {
+	s := openStore(t)
+	old := make([]string, 100)
+	for i := range old {
+		old[i] = "C1"
+	}
+	enqueue(t, s, "h", t0, old...)
+	slack, known := t0.Add(30*24*time.Hour), false
+	r := changefeed.Retention{Store: s, Retention: 7 * 24 * time.Hour, Batch: 7,
+		SlackNow: func() (time.Time, bool) { return slack, known }}
+	if n, _, _, ok, err := r.Pass(); n != 0 || ok || err != nil {
+		t.Fatalf("before Slack's time is known: pruned %d, ok %v, %v; want nothing", n, ok, err)
+	}
+	known = true
+	n, held, more, ok, err := r.Pass()
+	if n != 50 || held != 100 || !more || !ok || err != nil {
+		t.Errorf("first pass: pruned %d of %d, more %v, ok %v, %v; want 50 of 100, more", n, held, more, ok, err)
+	}
+	n, held, more, _, _ = r.Pass()
+	if n != 25 || held != 50 || !more {
+		t.Errorf("second pass: pruned %d of %d, more %v; want 25 of 50, more", n, held, more)
+	}
+	slack = t0.Add(time.Hour) // the skew measured anew: the changes are an hour old
+	if n, _, more, _, _ := r.Pass(); n != 0 || more {
+		t.Errorf("by Slack's time an hour later: pruned %d, more %v; want none", n, more)
+	}
+}
+
+// backlog enqueues n rows of webhook h over the conversations given, in turn, and
+// fails the first row of each (a receiver down): every conversation backs off.
+func backlog(t *testing.T, s rm.Store, o *changefeed.Outbox, n int, channels ...string) []uint64 {
+	t.Helper()
+	all := make([]string, n)
+	for i := range all {
+		all[i] = channels[i%len(channels)]
+	}
+	seqs := enqueue(t, s, "h", t0, all...)
+	rows, err := o.Claim("h", "down", len(channels))
+	if err != nil || len(rows) != len(channels) {
+		t.Fatalf("claimed %v, %v; want each conversation's first row", seqsOf(rows), err)
+	}
+	for _, r := range rows {
+		if _, err := o.Fail("h", "down", r.Seq, "HTTP 503"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return seqs
+}
+
+// With a receiver down, every sweep claimed in a write transaction that read and
+// decoded every row waiting (200,000 rows: 5 s a sweep, each 5 s, the poller's
+// writer held off meanwhile). A claim reads each conversation's first row from the
+// store's index: what it reads does not grow with the rows waiting.
+func TestAClaimWhileEveryConversationBacksOffReadsNoRowsBehindTheirFirst(t *testing.T) {
+	s := openStore(t)
+	c := &clock{t: t0}
+	counting := &countingStore{Store: s}
+	o := newOutbox(counting, c)
+	backlog(t, s, o, 1000, "C1", "C2")
+	counting.rows = 0
+	c.Advance(time.Second) // inside the 5s backoff
+	if rows, err := o.Claim("h", "sweep", 50); len(rows) != 0 || err != nil {
+		t.Fatalf("claimed %v, %v while both conversations back off", seqsOf(rows), err)
+	}
+	if counting.rows > 2 {
+		t.Errorf("a claim that found nothing due read %d of the 1,000 rows waiting", counting.rows)
+	}
+	c.Advance(5 * time.Second) // the backoffs are over
+	counting.rows = 0
+	rows, _ := o.Claim("h", "after", 10)
+	if len(rows) != 10 || counting.rows > 10+2 {
+		t.Errorf("a claim of %d rows read %d rows", len(rows), counting.rows)
+	}
+}
+
+// status and /metrics counted the outbox by reading every row (3.3 s at 200,000):
+// the figures come from the store's counts, and the oldest pending row from each
+// conversation's first.
+func TestOutboxFiguresDoNotReadTheRows(t *testing.T) {
+	s := openStore(t)
+	c := &clock{t: t0}
+	counting := &countingStore{Store: s}
+	o := newOutbox(counting, c)
+	backlog(t, s, o, 1000, "C1", "C2")
+	counting.rows = 0
+	var st map[string]changefeed.Stats
+	if err := counting.View(func(tx rm.Tx) error {
+		var err error
+		st, err = changefeed.OutboxStats(tx)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got := st["h"]; got.Pending != 1000 || got.Parked != 0 || !got.OldestPending.Equal(t0) {
+		t.Errorf("stats %+v, want 1000 pending since %v", got, t0)
+	}
+	if counting.rows != 0 {
+		t.Errorf("the outbox figures read %d rows", counting.rows)
+	}
+}
+
+// The parked rows are listed from the store's index of them, across webhooks by
+// name, up to the limit.
+func TestListOutboxParkedAcrossWebhooks(t *testing.T) {
+	s := openStore(t)
+	c := &clock{t: t0}
+	for _, hook := range []string{"b", "a"} {
+		seqs := enqueue(t, s, hook, t0, "C1", "C2", "C3")
+		err := s.Update(func(tx rm.Tx) error {
+			for _, seq := range seqs[:2] {
+				r, _, _ := tx.OutboxRow(hook, seq)
+				r.Parked = true
+				if err := tx.PutOutbox(r); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	_ = s.View(func(tx rm.Tx) error {
+		rows, err := changefeed.ListOutbox(tx, "", true, c.Now(), 3)
+		for _, r := range rows {
+			got = append(got, r.Webhook)
+		}
+		return err
+	})
+	if !slices.Equal(got, []string{"a", "a", "b"}) {
+		t.Errorf("listed the parked rows of %v, want a, a, b (by webhook, up to 3)", got)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"time"
 
 	"github.com/slackpoll/slackpoll/config"
 	boltstore "github.com/slackpoll/slackpoll/internal/bolt"
@@ -29,6 +30,9 @@ type daemon struct {
 	deliverer *webhook.Deliverer
 	// reloadable is what a SIGHUP changes in place.
 	reloadable *reloadable
+	// slackNow is Slack's time and whether an answer told it yet (the source's):
+	// retention and webhook timestamps go by it, not by a local clock that may be off.
+	slackNow func() (time.Time, bool)
 }
 
 func (c *cmdCtx) startDaemon() (*daemon, error) {
@@ -62,7 +66,7 @@ func (c *cmdCtx) startDaemon() (*daemon, error) {
 		_ = store.Close() // the configuration error is the one to report
 		return nil, &exitError{ExitUsage, err}
 	}
-	d := &daemon{cfg: cfg, log: log, store: store, metrics: metrics, notifier: &changefeed.Notifier{}, reloadable: rl}
+	d := &daemon{cfg: cfg, log: log, store: store, metrics: metrics, notifier: &changefeed.Notifier{}, reloadable: rl, slackNow: src.SlackNow}
 	d.deliverer = d.newDeliverer()
 	metrics.SetWebhooks(webhookNames(cfg))
 	pc := pollerConfig(cfg, log)

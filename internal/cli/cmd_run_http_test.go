@@ -61,11 +61,17 @@ func get(url, token string) (int, []byte) {
 // on a free loopback port. It returns the fake, the API's base URL and the config.
 func generalDaemon(t *testing.T, o cfgOpts) (*slackfake.Server, string, string) {
 	t.Helper()
+	return generalDaemonBehind(t, o, func(h http.Handler) http.Handler { return h })
+}
+
+// generalDaemonBehind is generalDaemon with the fake served through wrap.
+func generalDaemonBehind(t *testing.T, o cfgOpts, wrap func(http.Handler) http.Handler) (*slackfake.Server, string, string) {
+	t.Helper()
 	fake := slackfake.New(slackfake.Options{})
 	if err := fake.AddConversation(slackfake.PublicChannel("C0GENERAL", "general")); err != nil {
 		t.Fatal(err)
 	}
-	slack := httptest.NewServer(fake)
+	slack := httptest.NewServer(wrap(fake))
 	t.Cleanup(slack.Close)
 	addr := freeAddr(t)
 	o.convs, o.listen, o.apiURL, o.slack = []string{"C0GENERAL"}, addr, slack.URL+"/api/", fake.Token()

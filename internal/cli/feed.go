@@ -13,16 +13,21 @@ import (
 	"github.com/slackpoll/slackpoll/internal/webhook"
 )
 
-// pruneEvery is how often the daemon deletes changes past changes.retention.
-const pruneEvery = 10 * time.Minute
+// pruneEvery is how often the daemon deletes changes past changes.retention;
+// pruneWait how often it looks again while no Slack answer has told Slack's time.
+const (
+	pruneEvery = 10 * time.Minute
+	pruneWait  = time.Second
+)
 
 // feedConfig maps changes: and webhooks: onto the writer's feed configuration.
 func feedConfig(cfg *config.Config) rm.FeedConfig {
 	fc := rm.FeedConfig{Backfill: cfg.Changes.Backfill}
 	for _, w := range cfg.Webhooks {
 		fc.Subscriptions = append(fc.Subscriptions, rm.Subscription{
-			Name:   w.Name,
-			Filter: rm.ChangeFilter{Kinds: w.Kinds, Channels: w.Channels, Records: w.Records, Own: w.Own},
+			Name:    w.Name,
+			Filter:  rm.ChangeFilter{Kinds: w.Kinds, Channels: w.Channels, Records: w.Records, Own: w.Own},
+			MaxRows: w.MaxRows,
 		})
 	}
 	return fc
@@ -43,7 +48,8 @@ func (d *daemon) newDeliverer() *webhook.Deliverer {
 	if len(d.cfg.Webhooks) == 0 {
 		return nil
 	}
-	del := &webhook.Deliverer{Log: d.log, OnOutcome: d.metrics.OnDelivery}
+	del := &webhook.Deliverer{Log: d.log, OnOutcome: d.metrics.OnDelivery,
+		Now: func() time.Time { now, _ := d.slackNow(); return now }}
 	// One outbox per webhook: lease and attempts are per webhook.
 	for _, w := range d.cfg.Webhooks {
 		u, _ := url.Parse(w.URL.Reveal())
@@ -55,10 +61,6 @@ func (d *daemon) newDeliverer() *webhook.Deliverer {
 		if h.LegacyKey != nil {
 			d.log.Warn("webhook secret is not a Standard Webhooks secret (whsec_…): deliveries are signed with its bytes as the key, and also carry the deprecated X-Slackpoll-* headers; move to a whsec_ secret (CHANGELOG, Upgrading)",
 				"webhook", w.Name)
-		}
-		if lease, timeout := h.Outbox.LeaseOrDefault(), h.TimeoutOrDefault(); timeout >= lease {
-			d.log.Warn("webhook lease is not longer than its timeout: a receiver slower than the lease gets each event again, and its answers are refused",
-				"webhook", w.Name, "lease", lease, "timeout", timeout)
 		}
 		del.Hooks = append(del.Hooks, h)
 	}
@@ -91,37 +93,36 @@ func (d *daemon) runFeed(ctx context.Context) (stop func()) {
 		wg.Go(func() { _ = d.deliverer.Run(ctx) })
 	}
 	wg.Go(func() {
-		t := time.NewTicker(pruneEvery)
-		defer t.Stop()
 		for {
-			d.prune()
+			next := pruneEvery
+			if !d.prune() {
+				next = pruneWait
+			}
 			select {
 			case <-ctx.Done():
 				return
-			case <-t.C:
+			case <-time.After(next):
 			}
 		}
 	})
 	return func() { cancel(); wg.Wait() }
 }
 
-// prune deletes the changes past changes.retention, a batch per transaction.
-func (d *daemon) prune() {
-	total := 0
-	for {
-		n, err := changefeed.Prune(d.store, time.Now(), d.cfg.Changes.Retention.D(), 1000)
-		total += n
-		if err != nil {
-			d.log.Error("change feed: pruning failed", "err", err)
-			return
-		}
-		if n < 1000 {
-			break
-		}
+// prune is one retention pass, by Slack's time; it reports false when that is not
+// known yet (no Slack answer this run), and nothing was pruned.
+func (d *daemon) prune() bool {
+	r := changefeed.Retention{Store: d.store, Retention: d.cfg.Changes.Retention.D(), SlackNow: d.slackNow}
+	n, held, more, ok, err := r.Pass()
+	switch {
+	case err != nil:
+		d.log.Error("change feed: pruning failed", "err", err)
+	case more:
+		d.log.Warn("change feed: more changes are past changes.retention than half of those held; pruned half, the rest goes in the next passes (at most half a pass, so that a clock gone wrong cannot take the whole feed)",
+			"pruned", n, "held", held, "retention", d.cfg.Changes.Retention, "next_pass_in", pruneEvery)
+	case n > 0:
+		d.log.Info("change feed: pruned changes past changes.retention, by Slack's clock", "changes", n, "retention", d.cfg.Changes.Retention)
 	}
-	if total > 0 {
-		d.log.Info("change feed: pruned changes past changes.retention", "changes", total, "retention", d.cfg.Changes.Retention)
-	}
+	return ok
 }
 
 // warnUnconfiguredOutbox logs the outbox rows of webhooks no longer configured:

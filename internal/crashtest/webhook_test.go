@@ -36,14 +36,17 @@ const (
 	// killAfterAnswer: the daemon dies right after the 2xx, before or after it
 	// recorded the completion.
 	killAfterAnswer
-	// killAfterSlowAnswer: the receiver answers after the lease expired; the daemon's
-	// late completion must be fenced, and the event is delivered again.
+	// killAfterSlowAnswer: the receiver handles the event but answers after the
+	// delivery's timeout: the daemon gave up on it (a failed attempt), and the event
+	// is delivered again. (An answer after the lease, which the fence refuses, cannot
+	// happen: a lease must be longer than the timeout; the outbox tests cover the
+	// fence.)
 	killAfterSlowAnswer
 	deliveryKillKinds
 )
 
 func (k deliveryKill) String() string {
-	return [...]string{"before the answer", "right after the answer", "after an answer slower than the lease"}[k]
+	return [...]string{"before the answer", "right after the answer", "after an answer slower than the timeout"}[k]
 }
 
 // killReceiver is the webhook receiver of the kill test: it checks every delivery's
@@ -119,7 +122,7 @@ func (r *killReceiver) arm(after int, mode deliveryKill) {
 
 // TestWebhookDeliveryAtLeastOnce SIGKILLs the real binary at seeded points of its
 // webhook deliveries — before the receiver's answer, right after it, after an answer
-// slower than the lease — changing the workspace between restarts, then lets it
+// slower than the delivery's timeout — changing the workspace between restarts, then lets it
 // deliver everything: every change in the feed must have reached the receiver at
 // least once (none lost); duplicates are counted and reported.
 func TestWebhookDeliveryAtLeastOnce(t *testing.T) {
@@ -130,8 +133,8 @@ func TestWebhookDeliveryAtLeastOnce(t *testing.T) {
 	e := newEnv(t, seed)
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x5eb4))
 	mut := slackfake.NewMutator(e.fake, seed)
-	const lease = time.Second
-	recv := &killReceiver{t: t, got: map[string]int{}, killNow: make(chan deliveryKill), killed: make(chan struct{}), slow: lease + 500*time.Millisecond}
+	const timeout, lease = time.Second, 2 * time.Second
+	recv := &killReceiver{t: t, got: map[string]int{}, killNow: make(chan deliveryKill), killed: make(chan struct{}), slow: timeout + 500*time.Millisecond}
 	rsrv := httptest.NewServer(recv)
 	defer rsrv.Close()
 
@@ -143,10 +146,10 @@ webhooks:
   - name: receiver
     url: %s/events
     secret: %s
-    timeout: 5s
+    timeout: %s
     lease: %s
     max_attempts: 1000
-`, rsrv.URL, webhookSecret, lease)
+`, rsrv.URL, webhookSecret, timeout, lease)
 	appendFile(t, cfg, extra)
 
 	byKind := map[string]int{}

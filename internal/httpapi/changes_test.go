@@ -277,3 +277,39 @@ func TestChangesLongPollReadsOnPastTheScanBound(t *testing.T) {
 		t.Errorf("long poll = %d %.300s, want the rename %d at once", code, body, want)
 	}
 }
+
+// Rows dropped over a webhook's max_rows are counted where operators look: the
+// status report and /metrics.
+func TestDroppedOutboxRowsAreInStatusAndMetrics(t *testing.T) {
+	e := newFeedEnv(t)
+	e.metrics.SetWebhooks([]string{"app", "idle"})
+	var seqs []uint64
+	for range 3 {
+		seqs = append(seqs, e.add(t, rm.ChangeMessageEdited, "C1", time.Now(), true))
+	}
+	if err := e.store.Update(func(tx rm.Tx) error { _, err := tx.TrimOutbox("app", 1); return err }); err != nil {
+		t.Fatal(err)
+	}
+	code, mbody := e.get(t, "/metrics")
+	fams := parseMetrics(t, code, mbody)
+	if got := value(t, fams, "slackpoll_outbox_dropped_total", map[string]string{"webhook": "app"}); got != 2 {
+		t.Errorf("slackpoll_outbox_dropped_total{webhook=app} = %v, want 2", got)
+	}
+	_, body := e.get(t, "/v1/status")
+	var st struct {
+		Feed struct {
+			Outbox []struct {
+				Webhook        string `json:"webhook"`
+				Parked         int    `json:"parked"`
+				Dropped        uint64 `json:"dropped"`
+				LastDroppedSeq uint64 `json:"last_dropped_seq"`
+			} `json:"outbox"`
+		} `json:"feed"`
+	}
+	if err := json.Unmarshal(body, &st); err != nil || len(st.Feed.Outbox) == 0 {
+		t.Fatalf("status %s: %v", body, err)
+	}
+	if o := st.Feed.Outbox[0]; o.Webhook != "app" || o.Parked != 1 || o.Dropped != 2 || o.LastDroppedSeq != seqs[1] {
+		t.Errorf("status outbox %+v, want app: 1 parked, 2 dropped, the last %d", o, seqs[1])
+	}
+}

@@ -86,8 +86,8 @@ func dashboardExprs(t *testing.T) []string {
 }
 
 // Every metric the alert rules and the dashboard name exists in the /metrics of a
-// daemon that has ticked, had a call rate limited, and been given its tick config:
-// a renamed metric breaks this test, not the operator's alerts.
+// daemon that has ticked, had a call rate limited, been given its tick config and a
+// webhook: a renamed metric breaks this test, not the operator's alerts.
 func TestDeployFilesNameOnlyMetricsThatExist(t *testing.T) {
 	// A daemon with a webhook, one change waiting for it, and Slack's clock measured:
 	// the outbox, delivery and skew families exist once that is so.

@@ -24,9 +24,10 @@ type env struct {
 }
 
 type envOpts struct {
-	token    string
-	ready    func() error
-	log      *slog.Logger
+	token string
+	ready func() error
+	log   *slog.Logger
+	// webhooks are the configured webhook names (their outbox figures are served at 0).
 	webhooks []string
 }
 

@@ -38,6 +38,8 @@ var (
 		"Outbox rows parked after max_attempts failures, by webhook.", []string{"webhook"}, nil)
 	descOutboxAge = prometheus.NewDesc("slackpoll_outbox_oldest_pending_age_seconds",
 		"Seconds the oldest pending outbox row has waited, by webhook (absent when none).", []string{"webhook"}, nil)
+	descOutboxDropped = prometheus.NewDesc("slackpoll_outbox_dropped_total",
+		"Outbox rows dropped undelivered because the webhook's outbox held max_rows, by webhook (counted in the store).", []string{"webhook"}, nil)
 	descUndecodable = prometheus.NewDesc("slackpoll_undecodable_records",
 		"Stored records found undecodable and skipped by every read.", nil, nil)
 )
@@ -60,7 +62,7 @@ func (m *Metrics) watch(input func() status.Input, store rm.Store) {
 func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descTracked, descNeverPolled, descOldestAge, descRotation, descConversations,
 		descWatched, descWatchedRotation, descPhysicalLimit, descHeadAge, descUndecodable,
-		descLastSeq, descOldestSeq, descOutboxPending, descOutboxParked, descOutboxAge} {
+		descLastSeq, descOldestSeq, descOutboxPending, descOutboxParked, descOutboxAge, descOutboxDropped} {
 		ch <- d
 	}
 }
@@ -111,6 +113,7 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, o := range r.Feed.Outbox {
 		ch <- prometheus.MustNewConstMetric(descOutboxPending, prometheus.GaugeValue, float64(o.Pending), o.Webhook)
 		ch <- prometheus.MustNewConstMetric(descOutboxParked, prometheus.GaugeValue, float64(o.Parked), o.Webhook)
+		ch <- prometheus.MustNewConstMetric(descOutboxDropped, prometheus.CounterValue, float64(o.Dropped), o.Webhook)
 		if o.OldestPendingAgeSeconds != nil {
 			ch <- prometheus.MustNewConstMetric(descOutboxAge, prometheus.GaugeValue, *o.OldestPendingAgeSeconds, o.Webhook)
 		}

@@ -115,17 +115,28 @@ type ChangeValue struct {
 	User    string  `json:"user,omitempty"`
 	BotID   string  `json:"bot_id,omitempty"`
 	Subtype string  `json:"subtype,omitempty"`
-	// Reactions of a message first seen; Count and Users of one reaction.
-	Reactions []Reaction `json:"reactions,omitempty"`
-	Count     *int       `json:"count,omitempty"`
-	Users     []string   `json:"users,omitempty"`
-	Deleted   bool       `json:"deleted,omitempty"`
-	Status    string     `json:"status,omitempty"`
-	Label     string     `json:"label,omitempty"`
+	// Reactions of a message first seen, when their JSON is at most
+	// MaxChangeReactions bytes; else ReactionsOmitted is set (read the message from
+	// GET /v1/messages instead).
+	Reactions        []Reaction `json:"reactions,omitempty"`
+	ReactionsOmitted bool       `json:"reactions_omitted,omitempty"`
+	// Count and Users of one reaction (reaction_count_changed); a users list longer
+	// than MaxChangeReactions bytes is left out and UsersOmitted set.
+	Count        *int     `json:"count,omitempty"`
+	Users        []string `json:"users,omitempty"`
+	UsersOmitted bool     `json:"users_omitted,omitempty"`
+	Deleted      bool     `json:"deleted,omitempty"`
+	Status       string   `json:"status,omitempty"`
+	Label        string   `json:"label,omitempty"`
 }
 
 // MaxChangeText is the longest message text a change carries, in bytes.
 const MaxChangeText = 4096
+
+// MaxChangeReactions is about the most bytes of reactions (names and users) a change
+// carries: a message can have thousands, and an event of hundreds of kilobytes is
+// more than a feed consumer or a webhook receiver should have to take.
+const MaxChangeReactions = 4096
 
 // FeedConfig configures the change feed (config changes: and webhooks:).
 type FeedConfig struct {
@@ -138,10 +149,13 @@ type FeedConfig struct {
 	Subscriptions []Subscription
 }
 
-// Subscription is one webhook's name and filter.
+// Subscription is one webhook's name and filter, and the bound of its outbox.
 type Subscription struct {
 	Name   string
 	Filter ChangeFilter
+	// MaxRows is the most rows its outbox keeps: a transaction that adds rows over
+	// it drops the oldest, undelivered (Tx.TrimOutbox). 0 means no bound.
+	MaxRows int
 }
 
 // ChangeFilter selects changes; an empty field matches everything.
@@ -182,6 +196,16 @@ type OutboxRow struct {
 	// Parked rows are not attempted again until re-queued.
 	Parked    bool   `json:"parked"`
 	LastError string `json:"last_error,omitempty"`
+}
+
+// DueAt is when r may be tried next, by the clock that wrote it: the end of its
+// claim's lease while it is claimed, else NextAttempt (zero: at once). The store
+// indexes pending rows by it.
+func (r *OutboxRow) DueAt() time.Time {
+	if r.ClaimToken != "" && r.LeaseUntil.After(r.NextAttempt) {
+		return r.LeaseUntil
+	}
+	return r.NextAttempt
 }
 
 // NewEventID returns a fresh change ID: 16 random bytes in hex.

@@ -242,28 +242,49 @@ func (f *feedTx) newerThanBaseline(m *Message) (bool, error) {
 
 // reactionChanges appends the reaction facts that changed from old to cur: per
 // (reaction, user) while both users lists are complete, else the reaction's new
-// count and users.
+// count and users. Its cost is linear in the reactions and users of both: a message
+// can carry thousands, and this runs inside the writer's transaction.
 func (f *feedTx) reactionChanges(out []Change, m *Message, old, cur []Reaction) []Change {
+	oldByName := make(map[string]*Reaction, len(old))
+	for i := range old {
+		if _, dup := oldByName[old[i].Name]; !dup {
+			oldByName[old[i].Name] = &old[i]
+		}
+	}
+	curByName := make(map[string]*Reaction, len(cur))
+	for i := range cur {
+		if _, dup := curByName[cur[i].Name]; !dup {
+			curByName[cur[i].Name] = &cur[i]
+		}
+	}
 	names := make([]string, 0, len(cur)+len(old))
 	for _, r := range cur {
 		names = append(names, r.Name)
 	}
 	for _, r := range old {
-		if !slices.Contains(names, r.Name) {
+		if _, ok := curByName[r.Name]; !ok {
 			names = append(names, r.Name)
 		}
 	}
+	done := make(map[string]bool, len(names))
 	for _, name := range names {
-		o, n := reactionNamed(old, name), reactionNamed(cur, name)
+		if done[name] {
+			continue
+		}
+		done[name] = true
+		o, n := reactionOf(oldByName, name), reactionOf(curByName, name)
 		if complete(o) && complete(n) {
+			had, has := userSet(o.Users), userSet(n.Users)
 			for _, u := range n.Users {
-				if !slices.Contains(o.Users, u) {
+				if !had[u] {
 					out = append(out, f.reactionEvent(ChangeReactionAdded, m, name, u))
+					had[u] = true // listed twice: one fact
 				}
 			}
 			for _, u := range o.Users {
-				if !slices.Contains(n.Users, u) {
+				if !has[u] {
 					out = append(out, f.reactionEvent(ChangeReactionRemoved, m, name, u))
+					has[u] = true
 				}
 			}
 			continue
@@ -274,21 +295,27 @@ func (f *feedTx) reactionChanges(out []Change, m *Message, old, cur []Reaction) 
 			// reaction, not the post (an own: false filter wants others' reactions
 			// to the app's posts).
 			c.Reaction, c.Own = name, false
-			c.Before = &ChangeValue{Count: &o.Count, Users: o.Users}
-			c.After = &ChangeValue{Count: &n.Count, Users: n.Users}
+			c.Before = countValue(o)
+			c.After = countValue(n)
 			out = append(out, c)
 		}
 	}
 	return out
 }
 
-func reactionNamed(rs []Reaction, name string) Reaction {
-	for _, r := range rs {
-		if r.Name == name {
-			return r
-		}
+func reactionOf(byName map[string]*Reaction, name string) Reaction {
+	if r, ok := byName[name]; ok {
+		return *r
 	}
 	return Reaction{Name: name}
+}
+
+func userSet(users []string) map[string]bool {
+	s := make(map[string]bool, len(users))
+	for _, u := range users {
+		s[u] = true
+	}
+	return s
 }
 
 // complete reports whether Slack listed every user of r (it truncates long lists).
@@ -349,6 +376,7 @@ func (f *feedTx) flush() error {
 		}
 		return 0
 	})
+	added := make([]bool, len(f.cfg.Subscriptions))
 	for i := range f.pending {
 		c := &f.pending[i]
 		if err := f.AppendChange(c); err != nil {
@@ -364,20 +392,60 @@ func (f *feedTx) flush() error {
 			if err := f.PutOutbox(row); err != nil {
 				return err
 			}
+			added[j] = true
 		}
 	}
 	f.pending = f.pending[:0]
+	// The outbox of a receiver that is down grows with every change: past its bound
+	// the oldest rows go (the feed still holds them, for changes.retention).
+	for j, s := range f.cfg.Subscriptions {
+		if added[j] && s.MaxRows > 0 {
+			if _, err := f.TrimOutbox(s.Name, s.MaxRows); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
 }
 
 // messageValue is a message's small value: author, subtype, text when short; with
-// its reactions when withReactions.
+// its reactions when withReactions, when they are small too.
 func messageValue(m *Message, withReactions bool) *ChangeValue {
 	v := &ChangeValue{User: m.User, BotID: m.BotID, Subtype: m.Subtype, Edited: m.Edited, Deleted: m.Deleted, Text: smallText(m.Text)}
 	if withReactions {
-		v.Reactions = m.Reactions
+		if reactionsSize(m.Reactions) <= MaxChangeReactions {
+			v.Reactions = m.Reactions
+		} else {
+			v.ReactionsOmitted = true
+		}
 	}
 	return v
+}
+
+// countValue is one reaction's count and users, as reaction_count_changed carries
+// them; a users list too long to carry is left out (UsersOmitted).
+func countValue(r Reaction) *ChangeValue {
+	v := &ChangeValue{Count: &r.Count, Users: r.Users}
+	if reactionsSize([]Reaction{r}) > MaxChangeReactions {
+		v.Users, v.UsersOmitted = nil, true
+	}
+	return v
+}
+
+// reactionsSize is about the length of rs in a change's JSON, in bytes (it counts
+// the names and users, and a fixed cost per item; JSON escapes may add more).
+func reactionsSize(rs []Reaction) int {
+	n := 0
+	for _, r := range rs {
+		n += len(r.Name) + 32
+		for _, u := range r.Users {
+			n += len(u) + 3
+		}
+		if n > MaxChangeReactions {
+			return n
+		}
+	}
+	return n
 }
 
 func editValue(m *Message) *ChangeValue {

@@ -312,6 +312,41 @@ func TestFeedReactionsToTheAppsOwnPostAreNotOwn(t *testing.T) {
 		changeKey{Kind: rm.ChangeReactionCountChanged, TS: m, Reaction: "tada"})
 }
 
+// With a receiver down, a webhook's outbox grew with every change, without end.
+// Past the webhook's max_rows the transaction that adds rows drops the oldest, and
+// counts them.
+func TestFeedOutboxKeepsAtMostMaxRows(t *testing.T) {
+	src := newStub()
+	src.addChannel(ch)
+	src.post(msg(ch, ts(1000, 0), "U1", "old"))
+	p, store, clock := feedPoller(t, src, rm.FeedConfig{Subscriptions: []rm.Subscription{{Name: "app", MaxRows: 3}}})
+	mustTick(t, p)
+	for i := range 5 {
+		src.post(msg(ch, ts(-60+i, 0), "U1", "new"))
+	}
+	got := tickAgain(t, p, store, clock)
+	if len(got) != 5 {
+		t.Fatalf("%d changes, want 5 message_posted", len(got))
+	}
+	var rows []uint64
+	var counts rm.OutboxCounts
+	if err := store.View(func(tx rm.Tx) error {
+		if err := tx.Outbox("app", func(r rm.OutboxRow) error { rows = append(rows, r.Seq); return nil }); err != nil {
+			return err
+		}
+		return tx.OutboxCounts(func(_ string, c rm.OutboxCounts) error { counts = c; return nil })
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want := []uint64{got[2].Seq, got[3].Seq, got[4].Seq}
+	if d := cmp.Diff(want, rows); d != "" {
+		t.Errorf("outbox rows (-want +got):\n%s", d)
+	}
+	if counts != (rm.OutboxCounts{Pending: 3, Dropped: 2, LastDropped: got[1].Seq}) {
+		t.Errorf("counts %+v, want 3 pending, 2 dropped, the last %d", counts, got[1].Seq)
+	}
+}
+
 // Every recorded change carries the event's JSON version, and a change stored before
 // the field existed reads as version 1.
 func TestChangesCarryTheirVersion(t *testing.T) {

@@ -66,6 +66,7 @@ func (t *tick) locate(ref Ref) error {
 			return nil
 		}
 	}
+	t.vetPage(ref.Channel, &page, pageOther, "")
 	var self, parent *Message
 	for i := range page.Messages {
 		m := &page.Messages[i]

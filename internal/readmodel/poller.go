@@ -120,6 +120,17 @@ func (c *PollerConfig) setDefaults() {
 // difference is warned about and the bulk window is placed by Slack's time.
 const ClockSkewTolerance = 30 * time.Second
 
+// SlackTime is Slack's time by the local clock local and skew, Slack's clock minus
+// ours as last measured: local corrected by skew when skew is beyond
+// ClockSkewTolerance, else local (a skew within it is the Date header's resolution
+// and the latency, not a wrong clock).
+func SlackTime(local time.Time, skew time.Duration) time.Time {
+	if skew > ClockSkewTolerance || skew < -ClockSkewTolerance {
+		return local.Add(skew)
+	}
+	return local
+}
+
 // spacing returns the least time between two calls of method at its configured rate.
 func (c *PollerConfig) spacing(method string) time.Duration {
 	return time.Duration(float64(time.Minute) / c.Rates[method])

@@ -386,6 +386,7 @@ func (t *tick) readRange(sp *span) error {
 		t.mu.Unlock()
 		started = t.readAt(started, &page)
 		learned = t.learnPageCap(req.Limit, &page)
+		t.vetPage(sp.ch, &page, pageHistory, "")
 		for _, s := range page.Skipped {
 			if s.TS == "" {
 				provable = false

@@ -59,6 +59,9 @@ func (t *tick) runReactions() error {
 			t.skip("%s/%s: reactions.get answered for ts %s; ignored", ref.Channel, ref.TS, m.TS)
 			continue
 		}
+		if err := t.vetReactionsGet(&m); err != nil {
+			return err
+		}
 		if _, err := t.applyReads([]Message{m}, nil, started); err != nil {
 			return err
 		}

@@ -81,8 +81,12 @@ type RepliesRequest struct {
 // the key with "" on the last page; only the cursor decides the end).
 type Page struct {
 	// Messages have Channel set and only the Slack fields filled (no polling fields).
-	Messages   []Message
-	Skipped    []ItemError
+	Messages []Message
+	Skipped  []ItemError
+	// Notes are messages kept, with a field the Source read in one deterministic way
+	// because Slack sent it in a shape it does not document (e.g. "reactions": {},
+	// read as none): reported with the tick's errors, not skipped.
+	Notes      []ItemError
 	NextCursor string
 	// SentAt is when the request that this page answers went out, after pacing and
 	// any Retry-After wait, by the source's clock; zero when unknown.

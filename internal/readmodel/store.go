@@ -121,6 +121,20 @@ type Tx interface {
 	ChangeBounds() (oldest, last uint64, err error)
 	// DeleteChange removes one change (retention); an absent one is not an error.
 	DeleteChange(seq uint64) error
+
+	OutboxTx
+
+	// Undecodable lists the stored records reads have found undecodable since the
+	// store was opened ("message C1/1700000000.000100: <error>"), sorted. Reads skip
+	// them, as absent; a committed write of one removes it from the list.
+	Undecodable() []string
+}
+
+// OutboxTx is the webhooks' outbox part of a Tx. The store keeps, per webhook, its
+// rows' counts and an index of its pending (not parked) rows by conversation, so
+// that neither a claim nor the figures of status read the whole outbox: a receiver
+// down for a day leaves hundreds of thousands of rows.
+type OutboxTx interface {
 	// PutOutbox replaces the outbox row (r.Webhook, r.Seq).
 	PutOutbox(r OutboxRow) error
 	// Outbox calls fn for every outbox row of webhook, by seq ascending; "" walks every
@@ -130,10 +144,48 @@ type Tx interface {
 	OutboxRow(webhook string, seq uint64) (OutboxRow, bool, error)
 	// DeleteOutbox removes a row; an absent one is not an error.
 	DeleteOutbox(webhook string, seq uint64) error
-	// Undecodable lists the stored records reads have found undecodable since the
-	// store was opened ("message C1/1700000000.000100: <error>"), sorted. Reads skip
-	// them, as absent; a committed write of one removes it from the list.
-	Undecodable() []string
+	// OutboxHeads calls fn for each conversation with pending rows of webhook, with
+	// the index entry of its first pending row (the lowest seq), by channel. Its cost
+	// grows with the conversations, not the rows.
+	OutboxHeads(webhook string, fn func(OutboxEntry) error) error
+	// OutboxPending calls fn with the index entries of the pending rows of one
+	// conversation of webhook, by seq ascending, without reading the rows.
+	// Returning ErrStopIteration ends the walk.
+	OutboxPending(webhook, channel string, fn func(OutboxEntry) error) error
+	// OutboxParked calls fn for the parked rows of webhook, by seq ascending.
+	// Returning ErrStopIteration ends the walk.
+	OutboxParked(webhook string, fn func(OutboxRow) error) error
+	// OutboxCounts calls fn with the counts of every webhook that has a bucket in the
+	// outbox (rows now, or rows dropped before), by name.
+	OutboxCounts(fn func(webhook string, c OutboxCounts) error) error
+	// TrimOutbox deletes webhook's oldest rows (by seq, parked or not, claimed or
+	// not) while it holds more than maxRows, counts them as dropped, and returns
+	// what it dropped.
+	TrimOutbox(webhook string, maxRows int) (OutboxDrop, error)
+}
+
+// OutboxEntry is the index entry of a pending outbox row. A conversation's first (its
+// head) is the row whose delivery holds back the conversation's later ones.
+type OutboxEntry struct {
+	Channel string
+	Seq     uint64
+	// DueAt is the row's DueAt; Enqueued when it was written.
+	DueAt, Enqueued time.Time
+}
+
+// OutboxCounts are one webhook's outbox counts.
+type OutboxCounts struct {
+	Pending, Parked int
+	// Dropped is how many rows TrimOutbox deleted undelivered, ever (of this store);
+	// LastDropped the seq of the last of them.
+	Dropped     uint64
+	LastDropped uint64
+}
+
+// OutboxDrop is what one TrimOutbox dropped: N rows, seqs First to Last.
+type OutboxDrop struct {
+	N           int
+	First, Last uint64
 }
 
 // TailEntry is one entry of the tail index: a tracked message and its RotatedAt (nil:

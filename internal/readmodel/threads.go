@@ -185,6 +185,7 @@ func (t *tick) readThread(c threadCandidate) error {
 			// The thread is read as of its first page: later pages come later.
 			started = t.readAt(started, &page)
 		}
+		t.vetPage(parent.Channel, &page, pageThread, parent.TS)
 		for _, s := range page.Skipped {
 			if s.TS == "" || s.TS == parent.TS {
 				t.skip("%s/%s thread: undecodable message: %s (nothing written)", parent.Channel, parent.TS, s.Err)

@@ -113,13 +113,7 @@ func (t *tick) now() time.Time { return t.p.cfg.Now() }
 // slackNow is Slack's time by our clock and the last measured skew, when the skew is
 // beyond ClockSkewTolerance; else our clock. It places the bulk window: with our clock
 // days ahead, a window ending at our now would start after Slack's newest message.
-func (t *tick) slackNow() time.Time {
-	now := t.now()
-	if skew := t.p.cfg.ClockSkew(); skew > ClockSkewTolerance || skew < -ClockSkewTolerance {
-		return now.Add(skew)
-	}
-	return now
-}
+func (t *tick) slackNow() time.Time { return SlackTime(t.now(), t.p.cfg.ClockSkew()) }
 
 // setupStream returns the uncapped stream of a setup method.
 func (t *tick) setupStream(method string) *stream {
@@ -131,12 +125,15 @@ func (t *tick) setupStream(method string) *stream {
 	return s
 }
 
-func (t *tick) skip(format string, args ...any) {
+func (t *tick) skip(format string, args ...any) { t.report("skipped", format, args...) }
+
+// report adds a message to the tick's errors and logs it as a warning under title.
+func (t *tick) report(title, format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	t.mu.Lock()
 	t.sum.Errors = append(t.sum.Errors, msg)
 	t.mu.Unlock()
-	t.p.log.Warn("skipped", "what", msg)
+	t.p.log.Warn(title, "what", msg)
 }
 
 // isEligible reports whether ch may be read this tick.

@@ -114,6 +114,7 @@ func (t *tick) walk(w *walk, req HistoryRequest) (done bool, err error) {
 		w.pages++
 		started = t.readAt(started, &page)
 		t.learnPageCap(req.Limit, &page)
+		t.vetPage(w.ch, &page, pageHistory, "")
 		var unread []TS
 		for _, s := range page.Skipped {
 			if s.TS == "" {

@@ -58,6 +58,15 @@ func (c *Client) ClockSkew() time.Duration {
 	return c.skew.skew
 }
 
+// SlackNow returns Slack's time (readmodel.SlackTime: the local clock, corrected by
+// the measured skew when it is beyond readmodel.ClockSkewTolerance) and whether an
+// answer of this client has told the skew yet; before that, the local clock and
+// false.
+func (c *Client) SlackNow() (time.Time, bool) {
+	skew, known := c.slackSkew()
+	return readmodel.SlackTime(time.Now(), skew), known
+}
+
 // slackSkew is ClockSkew and whether an answer has told it yet.
 func (c *Client) slackSkew() (time.Duration, bool) {
 	c.skew.mu.Lock()

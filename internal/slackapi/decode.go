@@ -61,16 +61,19 @@ func salvagePage(channel string, body []byte) (readmodel.Page, error) {
 		return readmodel.Page{}, slack.SlackErrorResponse{Err: env.Error, Needed: env.Needed, Provided: env.Provided}
 	}
 	var good []slack.Message
-	var skipped []readmodel.ItemError
+	var skipped, notes []readmodel.ItemError
 	for _, raw := range env.Messages {
 		var m slack.Message
 		if err := json.Unmarshal(raw, &m); err != nil {
 			// slack-go fails on fields we do not keep (blocks, attachments,
 			// files); the kept ones decide whether the message is stored.
-			k, kerr := decodeKept(raw)
+			k, note, kerr := decodeKept(raw)
 			if kerr != nil {
 				skipped = append(skipped, readmodel.ItemError{TS: rawTS(raw), Err: "decode message: " + kerr.Error()})
 				continue
+			}
+			if note != "" {
+				notes = append(notes, readmodel.ItemError{TS: rawTS(raw), Err: note})
 			}
 			m = k
 		}
@@ -80,6 +83,7 @@ func salvagePage(channel string, body []byte) (readmodel.Page, error) {
 	return readmodel.Page{
 		Messages:   msgs,
 		Skipped:    append(skipped, bad...),
+		Notes:      notes,
 		NextCursor: env.ResponseMetadata.NextCursor,
 	}, nil
 }
@@ -106,7 +110,7 @@ func salvageReactionsMessage(body []byte) (slack.Message, error) {
 		}
 		return slack.Message{}, slack.SlackErrorResponse{Err: env.Error, Needed: env.Needed, Provided: env.Provided}
 	}
-	m, err := decodeKept(env.Message)
+	m, _, err := decodeKept(env.Message) // one message, no page to note it on: read as decoded
 	if err != nil {
 		return slack.Message{}, fmt.Errorf("%w: reactions.get message: %v", errMalformed, err)
 	}

@@ -28,6 +28,11 @@ type Outbox struct {
 	// OldestPendingAgeSeconds is how long the oldest pending row has waited; null
 	// when none is pending.
 	OldestPendingAgeSeconds *float64 `json:"oldest_pending_age_seconds"`
+	// Dropped counts the rows dropped undelivered because the outbox held the
+	// webhook's max_rows (ever, in this store); LastDroppedSeq is the seq of the
+	// last of them, 0 when none: the change feed holds them until changes.retention.
+	Dropped        uint64 `json:"dropped"`
+	LastDroppedSeq uint64 `json:"last_dropped_seq"`
 	// NotConfigured: no configured webhook has this name (it was removed or renamed),
 	// so nothing delivers these rows; they are kept, and delivered if a webhook of
 	// that name is configured again.
@@ -54,7 +59,11 @@ func (r *Report) addFeed(tx rm.Tx, webhooks []string) error {
 	}
 	for _, name := range slices.Sorted(maps.Keys(stats)) {
 		s := stats[name]
-		o := Outbox{Webhook: name, Pending: s.Pending, Parked: s.Parked, NotConfigured: !slices.Contains(webhooks, name)}
+		o := Outbox{Webhook: name, Pending: s.Pending, Parked: s.Parked, Dropped: s.Dropped, LastDroppedSeq: s.LastDropped,
+			NotConfigured: !slices.Contains(webhooks, name)}
+		if o.NotConfigured && o.Pending+o.Parked == 0 {
+			continue // removed, and nothing left of it to deliver
+		}
 		if !s.OldestPending.IsZero() {
 			o.OldestPendingAgeSeconds = seconds(max(0, r.GeneratedAt.Sub(s.OldestPending)))
 		}
@@ -85,5 +94,9 @@ func (r *Report) writeFeed(p *printer) {
 			parked = "; see `slackpoll outbox --parked`, then `slackpoll requeue --webhook " + o.Webhook + "`"
 		}
 		p.line("webhook %s: %d pending%s, %d parked%s", o.Webhook, o.Pending, age, o.Parked, parked)
+		if o.Dropped > 0 {
+			p.line("webhook %s: %d rows dropped undelivered over max_rows, the last seq %d (the change feed holds them until changes.retention)",
+				o.Webhook, o.Dropped, o.LastDroppedSeq)
+		}
 	}
 }

@@ -61,12 +61,16 @@ type Deliverer struct {
 	// OnOutcome, if set, is called after every attempt with the hook name and its
 	// outcome (changefeed.Outcome*), for metrics.
 	OnOutcome func(hook, outcome string)
-	// Now is the clock of webhook-timestamp; nil is time.Now. Receivers compare it
-	// with their own clock, so it should be the best estimate of the real time.
+	// Now is the clock of webhook-timestamp, which a receiver checks against its own
+	// clock: the daemon's is Slack's time (slackapi.Client.SlackNow), so that a local
+	// clock gone wrong does not get every delivery refused. Default time.Now.
 	Now func() time.Time
 
 	once sync.Once
 	wake chan struct{}
+	// dropped is, per hook, the count of rows dropped by its max_rows last logged.
+	mu      sync.Mutex
+	dropped map[string]uint64
 }
 
 func (d *Deliverer) init() {
@@ -128,6 +132,7 @@ func (d *Deliverer) Sweep(ctx context.Context) {
 }
 
 func (d *Deliverer) sweepHook(ctx context.Context, h *Hook) {
+	d.noteDropped(h)
 	for ctx.Err() == nil {
 		token := newToken()
 		rows, err := h.Outbox.Claim(h.Name, token, d.Batch)
@@ -138,74 +143,134 @@ func (d *Deliverer) sweepHook(ctx context.Context, h *Hook) {
 		if len(rows) == 0 {
 			return
 		}
-		delivered := 0
-		failed := map[string]bool{} // conversations whose order a failure holds back
-		var held []uint64           // their later rows in this batch
-		for _, r := range rows {
-			if ctx.Err() != nil {
-				return // the rows' lease frees them
-			}
-			if h.Outbox.Expired(&r) {
-				break // the rest of the batch is claimed again, in order
-			}
-			if failed[r.Change.Channel] {
-				held = append(held, r.Seq)
-				continue
-			}
-			if d.attempt(ctx, h, token, &r) == changefeed.OutcomeDelivered {
-				delivered++
-			} else {
-				failed[r.Change.Channel] = true
-			}
-		}
-		// Rows held back behind a failure are let go now rather than when their lease
-		// runs out: once the failed row parks or its backoff ends, they go at the next
-		// sweep. (The lease would free them too; this only saves the wait.)
-		if len(held) > 0 {
-			if err := h.Outbox.Release(h.Name, token, held); err != nil {
-				d.Log.Warn("webhook: releasing rows held behind a failure failed; their lease frees them", "webhook", h.Name, "err", err)
-			}
-		}
-		if delivered == 0 && !h.Outbox.Expired(&rows[len(rows)-1]) {
-			return // the periodic sweep retries after the backoff
+		if d.deliverBatch(ctx, h, token, rows) == 0 {
+			// Nothing went through: the periodic sweep tries again after the
+			// backoff. Claiming again at once would spin while a receiver fails
+			// or answers after the lease.
+			return
 		}
 	}
 }
 
-// attempt POSTs one row and records the outcome in the outbox.
-func (d *Deliverer) attempt(ctx context.Context, h *Hook, token string, r *rm.OutboxRow) string {
-	err := d.post(ctx, h, &r.Change)
-	outcome := changefeed.OutcomeDelivered
-	if err == nil {
-		ok, cerr := h.Outbox.Complete(h.Name, token, r.Seq)
-		switch {
-		case cerr != nil:
-			d.Log.Error("webhook: recording a delivery failed; it will be delivered again", "webhook", h.Name, "seq", r.Seq, "err", cerr)
-			outcome = changefeed.OutcomeFenced
-		case !ok:
-			d.Log.Warn("webhook: delivered after the claim's lease expired; the completion is refused and the event will be delivered again (receivers dedupe on its id)",
-				"webhook", h.Name, "seq", r.Seq, "id", r.Change.ID)
-			outcome = changefeed.OutcomeFenced
+// deliverBatch POSTs the rows of one claim in seq order and records the outcomes; it
+// returns how many were delivered. A failure holds back the later rows of its
+// conversation. Deliveries are recorded together — when the batch ends, and before
+// half the lease is gone — rather than one transaction (one fsync) each: after a
+// crash, those of the batch not recorded yet are delivered again, which at least
+// once allows.
+func (d *Deliverer) deliverBatch(ctx context.Context, h *Hook, token string, rows []rm.OutboxRow) int {
+	delivered := 0
+	var done []uint64           // delivered, not recorded yet
+	failed := map[string]bool{} // conversations whose order a failure holds back
+	var held []uint64           // their later rows in this batch
+	flush := func() {
+		if len(done) > 0 {
+			delivered += d.complete(h, token, done)
+			done = done[:0]
 		}
-	} else {
-		if ctx.Err() != nil {
-			return changefeed.OutcomeFailed // shutting down: the lease frees the row, no attempt is counted
-		}
-		var ferr error
-		outcome, ferr = h.Outbox.Fail(h.Name, token, r.Seq, err.Error())
-		if ferr != nil {
-			d.Log.Error("webhook: recording a failed delivery failed", "webhook", h.Name, "seq", r.Seq, "err", ferr)
-		}
-		level := slog.LevelWarn
-		if outcome == changefeed.OutcomeParked {
-			level = slog.LevelError
-		}
-		d.Log.Log(ctx, level, "webhook: delivery failed", "webhook", h.Name, "seq", r.Seq, "outcome", outcome, "attempt", r.Attempts+1, "err", err)
 	}
+	for i := range rows {
+		r := &rows[i]
+		if ctx.Err() != nil || h.Outbox.Expired(r) {
+			break // the rest of the batch is claimed again, in order (or freed by its lease)
+		}
+		if failed[r.Change.Channel] {
+			held = append(held, r.Seq)
+			continue
+		}
+		if err := d.post(ctx, h, &r.Change); err != nil {
+			if ctx.Err() != nil {
+				break // shutting down: the lease frees the row, no attempt is counted
+			}
+			failed[r.Change.Channel] = true
+			d.fail(ctx, h, token, r, err)
+			continue
+		}
+		done = append(done, r.Seq)
+		if h.Outbox.Left(r) < h.Outbox.LeaseOrDefault()/2 {
+			flush()
+		}
+	}
+	flush()
+	// Rows held back behind a failure are let go now rather than when their lease
+	// runs out: once the failed row parks or its backoff ends, they go at the next
+	// sweep. (The lease would free them too; this only saves the wait.)
+	if len(held) > 0 {
+		if err := h.Outbox.Release(h.Name, token, held); err != nil {
+			d.Log.Warn("webhook: releasing rows held behind a failure failed; their lease frees them", "webhook", h.Name, "err", err)
+		}
+	}
+	return delivered
+}
+
+// complete records the deliveries of seqs and reports each outcome; it returns how
+// many were recorded as delivered.
+func (d *Deliverer) complete(h *Hook, token string, seqs []uint64) int {
+	outcomes, err := h.Outbox.Complete(h.Name, token, seqs)
+	if err != nil {
+		d.Log.Error("webhook: recording deliveries failed; they will be delivered again", "webhook", h.Name, "rows", len(seqs), "err", err)
+		for range seqs {
+			d.outcome(h, changefeed.OutcomeFenced)
+		}
+		return 0
+	}
+	n := 0
+	for i, o := range outcomes {
+		switch o {
+		case changefeed.OutcomeDelivered:
+			n++
+		default:
+			d.Log.Warn("webhook: delivered after the claim's lease expired; the completion is refused and the event will be delivered again (receivers dedupe on its id)",
+				"webhook", h.Name, "seq", seqs[i], "outcome", o, "lease", h.Outbox.LeaseOrDefault())
+		}
+		d.outcome(h, o)
+	}
+	return n
+}
+
+// fail records a failed POST of r.
+func (d *Deliverer) fail(ctx context.Context, h *Hook, token string, r *rm.OutboxRow, err error) {
+	outcome, ferr := h.Outbox.Fail(h.Name, token, r.Seq, err.Error())
+	if ferr != nil {
+		d.Log.Error("webhook: recording a failed delivery failed", "webhook", h.Name, "seq", r.Seq, "err", ferr)
+	}
+	level := slog.LevelWarn
+	if outcome == changefeed.OutcomeParked {
+		level = slog.LevelError
+	}
+	d.Log.Log(ctx, level, "webhook: delivery failed", "webhook", h.Name, "seq", r.Seq, "outcome", outcome, "attempt", r.Attempts+1, "err", err)
+	d.outcome(h, outcome)
+}
+
+func (d *Deliverer) outcome(h *Hook, outcome string) {
 	if d.OnOutcome != nil {
 		d.OnOutcome(h.Name, outcome)
 	}
-	return outcome
+}
+
+// noteDropped logs the rows the outbox's bound dropped since the last sweep (the
+// writer drops them, in the transaction that adds rows over max_rows).
+func (d *Deliverer) noteDropped(h *Hook) {
+	c, err := h.Outbox.Counts(h.Name)
+	if err != nil {
+		d.Log.Error("webhook: reading the outbox counts failed", "webhook", h.Name, "err", err)
+		return
+	}
+	d.mu.Lock()
+	seen, known := d.dropped[h.Name]
+	if d.dropped == nil {
+		d.dropped = map[string]uint64{}
+	}
+	d.dropped[h.Name] = c.Dropped
+	d.mu.Unlock()
+	switch {
+	case !known && c.Dropped > 0:
+		d.Log.Warn("webhook: rows were dropped undelivered before, over max_rows (the change feed holds them until changes.retention)",
+			"webhook", h.Name, "dropped", c.Dropped, "last_dropped_seq", c.LastDropped)
+	case known && c.Dropped > seen:
+		d.Log.Warn("webhook: the outbox is over max_rows: its oldest rows were dropped undelivered (the change feed holds them until changes.retention: read them with GET /v1/changes)",
+			"webhook", h.Name, "dropped", c.Dropped-seen, "last_dropped_seq", c.LastDropped, "pending", c.Pending, "parked", c.Parked)
+	}
 }
 
 // post sends one change; only a 2xx answer is a delivery.

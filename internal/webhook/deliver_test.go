@@ -235,6 +235,7 @@ func TestAReceiverSlowerThanTheLeaseIsFencedAndTheEventRedelivered(t *testing.T)
 	if len(outcomes) == 0 || outcomes[0] != changefeed.OutcomeFenced {
 		t.Fatalf("outcomes %v, want the first fenced", outcomes)
 	}
+	clock.Advance(6 * time.Second) // a fenced attempt backs off like a failure (5s)
 	d.Sweep(context.Background())
 	if len(r.got) != 2 || r.got[0] != r.got[1] {
 		t.Errorf("received %v: want the same event twice (at least once; the receiver dedupes on the id)", r.got)
@@ -288,8 +289,8 @@ func TestLegacySignatureIsHMACOfVersionTimestampAndBody(t *testing.T) {
 	}
 }
 
-// A receiver's URL may carry credentials — user:password, or a token in its query,
-// as many receivers expect. A failure is logged and kept as the row's last_error
+// A receiver's URL may carry credentials — user:password, a token in its query, or
+// a secret in its path, as many receivers expect. A failure is logged and kept as the row's last_error
 // (served by GET /v1/outbox): neither may show them.
 func TestAFailureNamesTheURLWithoutItsCredentials(t *testing.T) {
 	r, srv := newReceiver(t)
@@ -297,6 +298,7 @@ func TestAFailureNamesTheURLWithoutItsCredentials(t *testing.T) {
 	r.handle = func(rm.Change) int { return http.StatusInternalServerError }
 	hook.URL.User = url.UserPassword("app", "pw-SECRET")
 	hook.URL.RawQuery = "token=q-SECRET"
+	hook.URL.Path = "/hooks/T0/p-SECRET"
 	var logs bytes.Buffer
 	d := &webhook.Deliverer{Hooks: []webhook.Hook{hook}, Log: slog.New(slog.NewTextHandler(&logs, nil))}
 	d.Sweep(context.Background())
@@ -340,5 +342,49 @@ func TestRowsHeldBehindAFailureGoAsSoonAsItsBackoffEnds(t *testing.T) {
 	}
 	if st := pending(t, s); st.Pending != 0 {
 		t.Errorf("outbox %+v", st)
+	}
+}
+
+// A receiver that always answers after the lease: each completion was refused (the
+// fence) and never counted, so the event was delivered again, for ever. Fenced
+// attempts count toward max_attempts and back off: the row parks.
+func TestAReceiverAlwaysSlowerThanTheLeaseParksTheRow(t *testing.T) {
+	r, srv := newReceiver(t)
+	clock := &fakeClock{t: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}
+	s, hook := setup(t, srv, clock, "C1") // max_attempts 3, lease 30s
+	r.handle = func(rm.Change) int {
+		clock.Advance(time.Minute) // every answer after the lease
+		return http.StatusOK
+	}
+	var outcomes []string
+	d := &webhook.Deliverer{Hooks: []webhook.Hook{hook}, OnOutcome: func(_, o string) { outcomes = append(outcomes, o) }}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second) // a sweep that never ends fails, not hangs
+	defer cancel()
+	for range 10 {
+		d.Sweep(ctx)
+		clock.Advance(time.Hour) // past any backoff
+	}
+	if len(r.got) != 3 {
+		t.Errorf("delivered %d times, want max_attempts (3) times, then parked", len(r.got))
+	}
+	if st := pending(t, s); st.Parked != 1 {
+		t.Errorf("outbox %+v after %d outcomes; want the row parked", st, len(outcomes))
+	}
+}
+
+// A sweep whose claim delivered nothing claimed again at once: with a lease shorter
+// than a POST (config refuses it now), one sweep spun, delivering the same event
+// without end. A sweep that delivers nothing returns; the periodic one tries again.
+func TestASweepThatDeliversNothingReturns(t *testing.T) {
+	r, srv := newReceiver(t)
+	_, hook := setup(t, srv, nil, "C1")
+	hook.Outbox.Lease = time.Millisecond
+	r.handle = func(rm.Change) int { time.Sleep(5 * time.Millisecond); return http.StatusOK }
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	d := &webhook.Deliverer{Hooks: []webhook.Hook{hook}}
+	d.Sweep(ctx)
+	if ctx.Err() != nil || len(r.got) > 1 {
+		t.Errorf("one sweep delivered %d times (ran for %v)", len(r.got), ctx.Err())
 	}
 }

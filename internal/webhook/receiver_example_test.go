@@ -52,7 +52,7 @@ func TestTheREADMEReceiverAcceptsDeliveriesAndDropsDuplicates(t *testing.T) {
 	clock := &fakeClock{t: time.Now()}
 	_, hook := setup(t, srv, clock, "C1", "C2")
 	// The first delivery of C1's event is answered after its lease: it is fenced and
-	// delivered again, and the receiver must handle it once.
+	// delivered again after its backoff, and the receiver must handle it once.
 	slow := true
 	hook.URL, _ = url.Parse(srv.URL)
 	srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -65,6 +65,8 @@ func TestTheREADMEReceiverAcceptsDeliveriesAndDropsDuplicates(t *testing.T) {
 	var outcomes []string
 	d := &webhook.Deliverer{Hooks: []webhook.Hook{hook}, OnOutcome: func(_, o string) { outcomes = append(outcomes, o) }}
 	d.Sweep(context.Background())
+	d.Sweep(context.Background())
+	clock.Advance(6 * time.Second) // past the fenced attempt's backoff (5s)
 	d.Sweep(context.Background())
 	if handled != 2 || len(outcomes) != 3 || outcomes[0] != changefeed.OutcomeFenced {
 		t.Errorf("handled %d events with outcomes %v; want 2 handled, the first delivery fenced and repeated", handled, outcomes)
