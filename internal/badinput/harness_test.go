@@ -19,6 +19,7 @@ import (
 
 	boltstore "github.com/slackpoll/slackpoll/internal/bolt"
 	"github.com/slackpoll/slackpoll/internal/converge"
+	"github.com/slackpoll/slackpoll/internal/poller"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 	"github.com/slackpoll/slackpoll/internal/slackapi"
 	"github.com/slackpoll/slackpoll/internal/slackfake"
@@ -26,7 +27,7 @@ import (
 
 // budget is generous: every bad answer the catalog serves is met, and a loop is
 // stopped by the budget at the latest.
-var budget = rm.Budget{HistoryCalls: 100, RepliesCalls: 60, UsersInfoCalls: 40, ReactionsCalls: 60}
+var budget = poller.Budget{HistoryCalls: 100, RepliesCalls: 60, UsersInfoCalls: 40, ReactionsCalls: 60}
 
 // world is a fake workspace and a store that has polled it: data to lose.
 type world struct {
@@ -83,8 +84,8 @@ func (w *world) tick(rt http.RoundTripper) (sum rm.TickSummary, panicked any, er
 	// apart), so that their bad answers are met too.
 	// Heads are read on every tick too (a bound of one interval), so that a bad
 	// answer to a head read is met, not only to the tail's ranges.
-	p := rm.NewPoller(w.store, src, rm.PollerConfig{Conversations: w.convs, Budget: budget, Interval: time.Minute,
-		UserCacheTTL: time.Minute, InfoRefresh: time.Minute, Tracking: rm.TrackingPolicy{HeadMaxAge: time.Minute}})
+	p := poller.NewPoller(w.store, src, poller.PollerConfig{Conversations: w.convs, Budget: budget, Interval: time.Minute,
+		UserCacheTTL: time.Minute, InfoRefresh: time.Minute, Tracking: poller.TrackingPolicy{HeadMaxAge: time.Minute}})
 	defer func() { panicked = recover() }()
 	sum, err = p.Tick(context.Background())
 	return sum, nil, err

@@ -12,7 +12,7 @@ import (
 	boltstore "github.com/slackpoll/slackpoll/internal/bolt"
 	"github.com/slackpoll/slackpoll/internal/changefeed"
 	"github.com/slackpoll/slackpoll/internal/httpapi"
-	rm "github.com/slackpoll/slackpoll/internal/readmodel"
+	"github.com/slackpoll/slackpoll/internal/poller"
 	"github.com/slackpoll/slackpoll/internal/webhook"
 )
 
@@ -21,7 +21,7 @@ type daemon struct {
 	cfg    *config.Config
 	log    *slog.Logger
 	store  *boltstore.Store
-	poller *rm.Poller
+	poller *poller.Poller
 	// metrics receive the Slack client's and the poller's hooks; the read API serves them.
 	metrics *httpapi.Metrics
 	// notifier wakes the API's long polls when the writer commits changes; deliverer
@@ -74,7 +74,7 @@ func (c *cmdCtx) startDaemon() (*daemon, error) {
 	pc.ClockSkew = src.ClockSkew
 	pc.Feed = feedConfig(cfg)
 	pc.OnChanges = d.changesCommitted
-	d.poller = rm.NewPoller(store, src, pc)
+	d.poller = poller.NewPoller(store, src, pc)
 	d.warnUnconfiguredOutbox()
 	return d, nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/slackpoll/slackpoll/config"
 	boltstore "github.com/slackpoll/slackpoll/internal/bolt"
+	"github.com/slackpoll/slackpoll/internal/poller"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 	"github.com/slackpoll/slackpoll/internal/slackapi"
 )
@@ -66,17 +67,17 @@ func newSource(cfg *config.Config, store rm.Store, log *slog.Logger, httpClient 
 }
 
 // pollerConfig maps the config onto the poller's.
-func pollerConfig(cfg *config.Config, log *slog.Logger) rm.PollerConfig {
-	return rm.PollerConfig{
+func pollerConfig(cfg *config.Config, log *slog.Logger) poller.PollerConfig {
+	return poller.PollerConfig{
 		Conversations: cfg.Conversations,
 		Discover:      cfg.Discover == "member",
-		Budget: rm.Budget{
+		Budget: poller.Budget{
 			HistoryCalls:   cfg.Budget.HistoryCalls,
 			RepliesCalls:   cfg.Budget.RepliesCalls,
 			UsersInfoCalls: cfg.Budget.UsersInfoCalls,
 			ReactionsCalls: cfg.Budget.ReactionsCalls,
 		},
-		Tracking: rm.TrackingPolicy{
+		Tracking: poller.TrackingPolicy{
 			Horizon:      cfg.Tracking.Horizon.D(),
 			HeadMaxAge:   cfg.Tracking.HeadMaxAge.D(),
 			WatchedShare: cfg.Tracking.WatchedShare,

@@ -6,6 +6,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/slackpoll/slackpoll/internal/poller"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 	"github.com/slackpoll/slackpoll/internal/slackfake"
 )
@@ -30,9 +31,9 @@ func TestDeletedBroadcastLeavesItsParentsReplies(t *testing.T) {
 
 		store := openTestStore(t)
 		src := fakeSource(t, fake, map[string]float64{rm.MethodHistory: 600, rm.MethodReplies: 600}, store)
-		tick := func(b rm.Budget) {
+		tick := func(b poller.Budget) {
 			t.Helper()
-			p := rm.NewPoller(store, src, rm.PollerConfig{Conversations: []string{"C0GENERAL"}, Budget: b})
+			p := poller.NewPoller(store, src, poller.PollerConfig{Conversations: []string{"C0GENERAL"}, Budget: b})
 			if _, err := p.Tick(context.Background()); err != nil {
 				t.Fatal(err)
 			}

@@ -22,6 +22,7 @@ import (
 	boltstore "github.com/slackpoll/slackpoll/internal/bolt"
 	"github.com/slackpoll/slackpoll/internal/converge"
 	"github.com/slackpoll/slackpoll/internal/ctxsleep"
+	"github.com/slackpoll/slackpoll/internal/poller"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 	"github.com/slackpoll/slackpoll/internal/slackapi"
 	"github.com/slackpoll/slackpoll/internal/slackfake"
@@ -44,7 +45,7 @@ type Options struct {
 	// PageCap caps the fake's page sizes (Slack returns 15 to non-Marketplace apps).
 	PageCap int
 	// Budget, Interval and UserCacheTTL configure the poller.
-	Budget       rm.Budget
+	Budget       poller.Budget
 	Interval     time.Duration
 	UserCacheTTL time.Duration
 	// Track is how many messages older than the bulk window are tracked (as an app
@@ -98,7 +99,7 @@ func DefaultOptions() Options {
 		Seed: 1, Size: slackfake.Small,
 		MutateFor: 30 * time.Second, MutateEvery: 25 * time.Millisecond,
 		FaultRate: 0.01, RatePerMinute: 3000, PageCap: 200,
-		Budget:   rm.Budget{HistoryCalls: 340, RepliesCalls: 150, UsersInfoCalls: 100, ReactionsCalls: 300},
+		Budget:   poller.Budget{HistoryCalls: 340, RepliesCalls: 150, UsersInfoCalls: 100, ReactionsCalls: 300},
 		Interval: time.Second, UserCacheTTL: 5 * time.Second, MaxRotations: 4, Track: 300,
 		Loopback: true, Out: io.Discard,
 	}
@@ -226,7 +227,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		res   = Result{Calls: map[string]int{}}
 		ticks = make(chan rm.TickSummary, 16)
 	)
-	poller := rm.NewPoller(store, src, rm.PollerConfig{
+	pl := poller.NewPoller(store, src, poller.PollerConfig{
 		Rates:         rates,
 		Conversations: convs, Budget: o.Budget, Interval: o.Interval,
 		SoftDeadline: 30 * time.Second, BulkWindow: window, UserCacheTTL: o.UserCacheTTL,
@@ -256,7 +257,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	pctx, stop := context.WithCancel(ctx)
 	var runErr error
 	finished := make(chan struct{})
-	go func() { runErr = poller.Run(pctx); close(finished) }()
+	go func() { runErr = pl.Run(pctx); close(finished) }()
 	stopPoller := func() { stop(); <-finished }
 	defer stopPoller()
 

@@ -14,6 +14,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/slackpoll/slackpoll/internal/poller"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 	"github.com/slackpoll/slackpoll/internal/slackfake"
 )
@@ -104,7 +105,7 @@ func seedOptions(seed int64) Options {
 	o.FaultRate = 0.03
 	o.PageCap = []int{5, 8}[rng.IntN(2)]
 	o.Track = 60
-	o.Budget = rm.Budget{HistoryCalls: 90, RepliesCalls: 80, UsersInfoCalls: 40, ReactionsCalls: 30}
+	o.Budget = poller.Budget{HistoryCalls: 90, RepliesCalls: 80, UsersInfoCalls: 40, ReactionsCalls: 30}
 	o.Interval = time.Second
 	o.UserCacheTTL = 5 * time.Second
 	o.InfoRefresh = 10 * time.Second

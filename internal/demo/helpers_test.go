@@ -8,13 +8,14 @@ import (
 
 	boltstore "github.com/slackpoll/slackpoll/internal/bolt"
 	"github.com/slackpoll/slackpoll/internal/converge"
+	"github.com/slackpoll/slackpoll/internal/poller"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 	"github.com/slackpoll/slackpoll/internal/slackapi"
 	"github.com/slackpoll/slackpoll/internal/slackfake"
 )
 
 // defaultBudget is the per-tick caps of the default configuration.
-var defaultBudget = rm.Budget{HistoryCalls: 33, RepliesCalls: 12, UsersInfoCalls: 20, ReactionsCalls: 25}
+var defaultBudget = poller.Budget{HistoryCalls: 33, RepliesCalls: 12, UsersInfoCalls: 20, ReactionsCalls: 25}
 
 func must(t *testing.T, err error) {
 	t.Helper()
@@ -61,7 +62,7 @@ func nonMarketplaceFake(t *testing.T) (fake *slackfake.Server, rates map[string]
 }
 
 // runFor runs p until d has passed on the clock (inside a synctest bubble, at once).
-func runFor(t *testing.T, p *rm.Poller, d time.Duration) {
+func runFor(t *testing.T, p *poller.Poller, d time.Duration) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()

@@ -11,6 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/slackpoll/slackpoll/internal/poller"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 	"github.com/slackpoll/slackpoll/internal/slackapi"
 	"github.com/slackpoll/slackpoll/internal/slackfake"
@@ -171,8 +172,8 @@ func populate(t *testing.T, fake *slackfake.Server, store rm.Store, convs []stri
 	src, err := slackapi.New(slackapi.Options{Token: fake.Token(), APIURL: "http://slack.fake/api/",
 		HTTPClient: fake.Client(), Rates: fast})
 	must(t, err)
-	p := rm.NewPoller(store, src, rm.PollerConfig{Conversations: convs, Rates: fast, BulkWindow: 10_000 * time.Hour,
-		Budget: rm.Budget{HistoryCalls: 100_000, RepliesCalls: 100_000, UsersInfoCalls: 10}})
+	p := poller.NewPoller(store, src, poller.PollerConfig{Conversations: convs, Rates: fast, BulkWindow: 10_000 * time.Hour,
+		Budget: poller.Budget{HistoryCalls: 100_000, RepliesCalls: 100_000, UsersInfoCalls: 10}})
 	for range 3 {
 		if _, err := p.Tick(context.Background()); err != nil {
 			t.Fatal(err)
@@ -220,8 +221,8 @@ func measureShape(t *testing.T, sh rotationShape, profile string) rotationResult
 	must(t, err)
 	start := time.Now()
 	busy.start = start
-	p := rm.NewPoller(store, src, rm.PollerConfig{Conversations: convs, Rates: rates,
-		Budget: rm.Budget{HistoryCalls: 250, RepliesCalls: 250, UsersInfoCalls: 100, ReactionsCalls: 250}})
+	p := poller.NewPoller(store, src, poller.PollerConfig{Conversations: convs, Rates: rates,
+		Budget: poller.Budget{HistoryCalls: 250, RepliesCalls: 250, UsersInfoCalls: 100, ReactionsCalls: 250}})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()
@@ -301,8 +302,8 @@ func measureWatched(t *testing.T, withReactions bool) time.Duration {
 		HTTPClient: fake.Client(), Rates: rates})
 	must(t, err)
 	start := time.Now()
-	p := rm.NewPoller(store, src, rm.PollerConfig{Conversations: convs, Rates: rates,
-		Budget: rm.Budget{HistoryCalls: 250, RepliesCalls: 250, UsersInfoCalls: 100, ReactionsCalls: 250}})
+	p := poller.NewPoller(store, src, poller.PollerConfig{Conversations: convs, Rates: rates,
+		Budget: poller.Budget{HistoryCalls: 250, RepliesCalls: 250, UsersInfoCalls: 100, ReactionsCalls: 250}})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()

@@ -6,6 +6,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/slackpoll/slackpoll/internal/poller"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 	"github.com/slackpoll/slackpoll/internal/slackfake"
 )
@@ -41,7 +42,7 @@ func measureRotation(t *testing.T, profile string) {
 	interval := time.Minute
 	var bound time.Duration // the rotation period the latest tick reported
 	ticks := 0
-	p := rm.NewPoller(store, src, rm.PollerConfig{
+	p := poller.NewPoller(store, src, poller.PollerConfig{
 		Conversations: []string{"C0GENERAL"}, Interval: interval,
 		Budget: defaultBudget, Rates: rates,
 		OnTick: func(s rm.TickSummary) {

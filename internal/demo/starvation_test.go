@@ -6,6 +6,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/slackpoll/slackpoll/internal/poller"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 	"github.com/slackpoll/slackpoll/internal/slackfake"
 )
@@ -42,7 +43,7 @@ func TestNonMarketplaceSixChannelsConverge(t *testing.T) {
 		for i, id := range convs {
 			must(t, rm.Track(store, id, older[i], ""))
 		}
-		p := rm.NewPoller(store, fakeSource(t, fake, rates, store), rm.PollerConfig{Conversations: convs, Budget: defaultBudget, Rates: rates})
+		p := poller.NewPoller(store, fakeSource(t, fake, rates, store), poller.PollerConfig{Conversations: convs, Budget: defaultBudget, Rates: rates})
 		runFor(t, p, 3*time.Hour)
 
 		requireMatchesWorkspace(t, store, fake, convs)

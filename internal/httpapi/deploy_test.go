@@ -13,6 +13,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/slackpoll/slackpoll/internal/poller"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 	"github.com/slackpoll/slackpoll/internal/slackapi"
 )
@@ -118,9 +119,9 @@ func TestDeployFilesNameOnlyMetricsThatExist(t *testing.T) {
 		t.Fatal(err)
 	}
 	slow, _ := rm.ProfileRates(rm.ProfileNonMarketplace)
-	p := rm.NewPoller(e.f.Store, src, rm.PollerConfig{
+	p := poller.NewPoller(e.f.Store, src, poller.PollerConfig{
 		Conversations: e.f.Configured, Rates: slow,
-		Budget: rm.Budget{HistoryCalls: 250, RepliesCalls: 250, UsersInfoCalls: 100, ReactionsCalls: 250}, Now: e.f.Clock.Now, OnTick: e.metrics.OnTick})
+		Budget: poller.Budget{HistoryCalls: 250, RepliesCalls: 250, UsersInfoCalls: 100, ReactionsCalls: 250}, Now: e.f.Clock.Now, OnTick: e.metrics.OnTick})
 	for range 2 {
 		e.f.Clock.Advance(time.Minute)
 		if _, err := p.Tick(t.Context()); err != nil {

@@ -74,7 +74,7 @@ type Options struct {
 	// CurrentConfigured, if set, overrides Configured with the conversations
 	// configured now (they change when the daemon reloads its config on SIGHUP).
 	CurrentConfigured func() []string
-	// Running, if set, reports the tick under way (readmodel.Poller.Running), for the
+	// Running, if set, reports the tick under way (poller.Poller.Running), for the
 	// status report.
 	Running func() (rm.TickRunning, bool)
 	// Listen is http.listen: besides loopback names and IP addresses, requests

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	boltstore "github.com/slackpoll/slackpoll/internal/bolt"
+	"github.com/slackpoll/slackpoll/internal/poller"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 	"github.com/slackpoll/slackpoll/internal/slackapi"
 	"github.com/slackpoll/slackpoll/internal/slackfake"
@@ -47,7 +48,7 @@ type Options struct {
 type Fixture struct {
 	Store  *boltstore.Store
 	Path   string
-	Poller *rm.Poller
+	Poller *poller.Poller
 	Fake   *slackfake.Server
 	// Configured is the poller's conversation list.
 	Configured []string
@@ -114,10 +115,10 @@ func New(t testing.TB, opts Options) *Fixture {
 		Rates: rates, OnCall: opts.OnCall,
 	})
 	must(t, err)
-	p := rm.NewPoller(store, src, rm.PollerConfig{
+	p := poller.NewPoller(store, src, poller.PollerConfig{
 		Conversations: f.Configured,
 		Rates:         rates,
-		Budget:        rm.Budget{HistoryCalls: 33, RepliesCalls: 12, UsersInfoCalls: 20, ReactionsCalls: 25},
+		Budget:        poller.Budget{HistoryCalls: 33, RepliesCalls: 12, UsersInfoCalls: 20, ReactionsCalls: 25},
 		Interval:      Interval,
 		Now:           clock.Now,
 		OnTick:        opts.OnTick,

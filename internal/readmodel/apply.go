@@ -59,14 +59,14 @@ func applyRead(tx Tx, read Message, id *Identity, now time.Time) (Message, error
 	return m, tx.PutMessage(m)
 }
 
-// needsThreadSync is the thread sync test: latest_reply differs (!=, not >) from the
+// NeedsThreadSync is the thread sync test: latest_reply differs (!=, not >) from the
 // stored watermark. Deleting the newest reply moves latest_reply backwards.
-func needsThreadSync(m *Message) bool { return m.LatestReply != m.ReplyWatermark }
+func (m *Message) NeedsThreadSync() bool { return m.LatestReply != m.ReplyWatermark }
 
-// userIDs returns the user IDs a message refers to: its author, the edit's author and
+// UserIDs returns the user IDs a message refers to: its author, the edit's author and
 // the reaction users, for users.info resolution. Bot IDs (B…, as edited.user of an
 // app's message can be) are not users: users.info cannot resolve them.
-func userIDs(m *Message) []string {
+func (m *Message) UserIDs() []string {
 	ids := make([]string, 0, 2)
 	if m.User != "" && !IsBotID(m.User) {
 		ids = append(ids, m.User)
@@ -93,7 +93,7 @@ func IsBotID(id string) bool { return len(id) > 1 && id[0] == 'B' }
 // reply was deleted), or its thread was never read whole, only a thread read can
 // remove what is gone: latest_reply may be back to a watermark it equals.
 func unverifiedReplies(tx Tx, m *Message) (bool, error) {
-	if m.IsReply() || needsThreadSync(m) || (m.IsParent() && m.ThreadSyncedAt != nil) {
+	if m.IsReply() || m.NeedsThreadSync() || (m.IsParent() && m.ThreadSyncedAt != nil) {
 		return false, nil
 	}
 	replies, err := tx.Replies(m.Channel, m.TS)

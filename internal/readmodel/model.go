@@ -231,11 +231,11 @@ type Conversation struct {
 // feed baseline is set.
 const baselineMargin = time.Minute
 
-// cover records a complete bulk window read through top ("" when it read nothing),
+// Cover records a complete bulk window read through top ("" when it read nothing),
 // by a walk that started at started (zero when not known: a walk resumed over
 // several ticks): the window is covered up to top, no walk is pending, and the first
 // one sets the change feed's baseline.
-func (c *Conversation) cover(top TS, started time.Time) {
+func (c *Conversation) Cover(top TS, started time.Time) {
 	if top != "" {
 		c.CoveredTo = top
 	}
@@ -248,6 +248,23 @@ func (c *Conversation) cover(top TS, started time.Time) {
 		if c.FeedFrom.Before(c.CoveredTo) {
 			c.FeedFrom = c.CoveredTo
 		}
+	}
+}
+
+// ApplyInfo copies conversations.info flags into c, read at now. An archived conversation is
+// read-only in Slack: it keeps its data and is skipped until unarchived.
+func (c *Conversation) ApplyInfo(info ConversationInfo, now time.Time) {
+	c.Type = info.Type()
+	if info.Name != "" {
+		c.Name = info.Name
+	}
+	c.IsArchived = info.IsArchived
+	c.InfoReadAt = &now
+	switch {
+	case info.IsArchived:
+		c.Status = StatusArchived
+	case c.Status == StatusArchived:
+		c.Status = StatusPending
 	}
 }
 
@@ -272,6 +289,14 @@ type MethodState struct {
 	SlackLastCall time.Time `json:"slack_last_call,omitzero"`
 }
 
+// Stop reasons of a tick (TickSummary.StopReason).
+const (
+	StopComplete = "complete"
+	StopDeadline = "deadline"
+	StopShutdown = "shutdown"
+	StopError    = "error"
+)
+
 // TickSummary describes one finished tick, for logs, status and metrics.
 type TickSummary struct {
 	Started  time.Time      `json:"started"`
@@ -285,6 +310,15 @@ type TickSummary struct {
 	UsersResolved   int      `json:"users_resolved"`
 	Errors          []string `json:"errors"`
 	Staleness
+}
+
+// TickRunning is the tick under way: its number in this process, when it started,
+// its soft deadline and the calls it made so far per method.
+type TickRunning struct {
+	Tick         int
+	Started      time.Time
+	SoftDeadline time.Time
+	Calls        map[string]int
 }
 
 // Staleness is what a tick reports about how stale the read model can be. Durations

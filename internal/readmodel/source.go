@@ -22,6 +22,22 @@ const (
 // when auth.test's X-OAuth-Scopes lists it.
 const ScopeReactionsRead = "reactions:read"
 
+// ClockSkewTolerance is how far the local clock may differ from Slack's (as measured
+// from the one-second Date header of its answers, latency included) before the
+// difference is warned about and the bulk window is placed by Slack's time.
+const ClockSkewTolerance = 30 * time.Second
+
+// SlackTime is Slack's time by the local clock local and skew, Slack's clock minus
+// ours as last measured: local corrected by skew when skew is beyond
+// ClockSkewTolerance, else local (a skew within it is the Date header's resolution
+// and the latency, not a wrong clock).
+func SlackTime(local time.Time, skew time.Duration) time.Time {
+	if skew > ClockSkewTolerance || skew < -ClockSkewTolerance {
+		return local.Add(skew)
+	}
+	return local
+}
+
 // Page sizes requested (README, "How it works"). Slack may return fewer (15 for non-Marketplace
 // apps); only the cursor decides the end.
 const (

@@ -2,6 +2,7 @@ package readmodel
 
 import (
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -211,4 +212,28 @@ type ChannelCounts struct {
 	Messages int `json:"messages"`
 	Threads  int `json:"threads"`
 	Tracked  int `json:"tracked"`
+}
+
+// ErrStore marks storage failures (StoreErr), which stop the daemon.
+var ErrStore = errors.New("store")
+
+// StoreErr marks err, when not nil, as a storage failure: errors.Is(err, ErrStore).
+func StoreErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%w: %w", ErrStore, err)
+}
+
+// unwrapStore removes StoreErr's marker for callers outside the poller.
+func unwrapStore(err error) error {
+	if err == nil || !errors.Is(err, ErrStore) {
+		return err
+	}
+	if u, ok := err.(interface{ Unwrap() []error }); ok {
+		if errs := u.Unwrap(); len(errs) == 2 {
+			return errs[1]
+		}
+	}
+	return err
 }

@@ -101,11 +101,11 @@ func Track(s Store, channel string, ts TS, record string) error {
 	if len(record) > MaxRecordKeyLen {
 		return fmt.Errorf("%w: %.20q… is longer than %d bytes", ErrBadRecord, record, MaxRecordKeyLen)
 	}
-	return (&writer{store: s}).track(Ref{channel, ts}, record)
+	return (&Writer{store: s}).track(Ref{channel, ts}, record)
 }
 
 // track is Track's transaction.
-func (w *writer) track(ref Ref, record string) error {
+func (w *Writer) track(ref Ref, record string) error {
 	err := w.update(func(tx Tx) error {
 		m, ok, err := tx.Message(ref.Channel, ref.TS)
 		if err != nil {
@@ -179,11 +179,11 @@ func Untrack(s Store, channel string, ts TS) error {
 	if _, err := ParseTS(string(ts)); err != nil {
 		return fmt.Errorf("untrack: %w", err)
 	}
-	return (&writer{store: s}).untrack(Ref{channel, ts})
+	return (&Writer{store: s}).untrack(Ref{channel, ts})
 }
 
 // untrack is Untrack's transaction.
-func (w *writer) untrack(ref Ref) error {
+func (w *Writer) untrack(ref Ref) error {
 	err := w.update(func(tx Tx) error {
 		ok, err := tx.IsWatched(ref)
 		if err != nil {

@@ -6,21 +6,26 @@ import (
 	"strings"
 )
 
-// Page kinds, for vetPage: what a page may hold depends on the method that read it.
+// PageKind says what a page may hold, which depends on the method that read it
+// (VetMessages).
+type PageKind int
+
+// Page kinds.
 const (
-	// pageHistory: conversations.history, the conversation's timeline.
-	pageHistory = iota
-	// pageThread: a whole-thread read of conversations.replies; its thread is known.
-	pageThread
-	// pageOther: any other page (locate's one-message replies read).
-	pageOther
+	// PageHistory: conversations.history, the conversation's timeline.
+	PageHistory PageKind = iota
+	// PageThread: a whole-thread read of conversations.replies; its thread is known.
+	PageThread
+	// PageOther: any other page (locate's one-message replies read).
+	PageOther
 )
 
-// vetPage checks a page read from Slack for shapes the model cannot hold as they
-// are, settles each in one deterministic way, and flags it (the tick's errors and
-// the log) so that the odd data is seen, not silently changed. Nothing is dropped
-// that a read could not give again. thread is the thread's parent ts for a
-// pageThread page.
+// VetMessages checks a page read from Slack for shapes the model cannot hold as they
+// are and settles each in one deterministic way, in page.Messages; it returns what it
+// settled, one note per message, for the caller to report (the poller flags them in
+// the tick's errors and the log), so that the odd data is seen, not silently
+// changed. Nothing is dropped that a read could not give again. thread is the
+// thread's parent ts for a PageThread page.
 //
 //   - Two messages with one ts (different content): the one edited last is kept
 //     (by edited.ts), else the last in the page. Both stored in turn, one read
@@ -33,28 +38,17 @@ const (
 //   - In a whole-thread read, a reply whose thread_ts names another thread: it
 //     belongs to the thread that returned it.
 //   - Reactions: see vetReactions.
-//
-// Notes the Source made while decoding (Page.Notes) are flagged too.
-func (t *tick) vetPage(ch string, page *Page, kind int, thread TS) {
-	notes := vetMessages(page, kind, thread)
-	for _, n := range append(page.Notes, notes...) {
-		t.flag("%s/%s: %s", ch, n.TS, n.Err)
-	}
-}
-
-// vetMessages is vetPage without the reporting: it settles page.Messages in place and
-// returns what it settled, one note per message.
-func vetMessages(page *Page, kind int, thread TS) []ItemError {
+func VetMessages(page *Page, kind PageKind, thread TS) []ItemError {
 	var notes []ItemError
 	msgs, dups := dedupe(page.Messages)
 	notes = append(notes, dups...)
 	for i := range msgs {
 		m := &msgs[i]
 		switch {
-		case kind == pageHistory && m.IsReply() && m.Subtype != SubtypeThreadBroadcast:
+		case kind == PageHistory && m.IsReply() && m.Subtype != SubtypeThreadBroadcast:
 			notes = append(notes, ItemError{m.TS, fmt.Sprintf("conversations.history returned it with thread_ts %s, which names no thread of this conversation (history returns no reply but a thread_broadcast): stored as a timeline message, without it", m.ThreadTS)})
 			m.ThreadTS = ""
-		case kind == pageThread && m.TS != thread && m.ThreadTS != thread:
+		case kind == PageThread && m.TS != thread && m.ThreadTS != thread:
 			notes = append(notes, ItemError{m.TS, fmt.Sprintf("the thread %s returned it with thread_ts %q: stored as a reply of the thread that returned it", thread, m.ThreadTS)})
 			m.ThreadTS = thread
 		}
@@ -145,31 +139,4 @@ func vetReactions(m *Message) string {
 	}
 	m.Reactions = kept
 	return "reaction count 0 or below: " + strings.Join(odd, ", ") + ": a reaction listing users is stored with their number as its count, one listing none is not stored"
-}
-
-// flag reports odd data from Slack that was stored in one deterministic way (see
-// vetPage): in the tick's errors, as a skip is, and in the log.
-func (t *tick) flag(format string, args ...any) {
-	t.report("odd data from Slack, stored one way", format, args...)
-}
-
-// vetReactionsGet vets the message a reactions.get call returned as vetPage vets a
-// page, and keeps a timeline message a timeline message: a message the store holds
-// as not a reply (a history read said so, see vetPage) that reactions.get returns
-// with another thread's thread_ts keeps the stored thread_ts, or every reactions.get
-// read would move it into that thread and the next history read back out.
-func (t *tick) vetReactionsGet(m *Message) error {
-	page := Page{Messages: []Message{*m}}
-	t.vetPage(m.Channel, &page, pageOther, "")
-	*m = page.Messages[0]
-	if !m.IsReply() || m.Subtype == SubtypeThreadBroadcast {
-		return nil
-	}
-	stored, ok, err := t.message(Ref{m.Channel, m.TS})
-	if err != nil || !ok || stored.LastPolledAt == nil || stored.IsReply() {
-		return err
-	}
-	t.flag("%s/%s: reactions.get returned it with thread_ts %s, but it is a timeline message: stored as one", m.Channel, m.TS, m.ThreadTS)
-	m.ThreadTS = stored.ThreadTS
-	return nil
 }

@@ -27,7 +27,7 @@ func TestDedupeKeepsTheCopyEditedLastElseTheLast(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			page := Page{Messages: append([]Message{{TS: "0.000001", Text: "other"}}, tc.page...)}
-			notes := vetMessages(&page, pageHistory, "")
+			notes := VetMessages(&page, PageHistory, "")
 			if len(page.Messages) != 2 || page.Messages[1].Text != tc.want || page.Messages[0].Text != "other" {
 				t.Errorf("page = %+v, want other, then %q", page.Messages, tc.want)
 			}

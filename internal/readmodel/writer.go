@@ -6,14 +6,14 @@ import (
 	"time"
 )
 
-// writer is the one place the poller writes the model: every method is one store
+// Writer is the one place the poller writes the model: every method is one store
 // transaction that applies the replace-on-read rules to what a read returned, so a
 // crash leaves each read applied whole or not at all. Each transaction writes through
 // a feedTx, which appends what changed to the change feed in the same transaction.
 // The streams of a tick call it concurrently; bbolt runs one write transaction at a
 // time, and mu keeps the read-modify-write of each method whole for stores that do
 // not.
-type writer struct {
+type Writer struct {
 	store Store
 	mu    sync.Mutex
 	// feed configures the change feed; now stamps its changes (the poller's clock).
@@ -24,7 +24,23 @@ type writer struct {
 	onChanges func(last uint64)
 }
 
-func (w *writer) update(fn func(Tx) error) error {
+// WriterOptions configure a Writer.
+type WriterOptions struct {
+	// Feed configures the change feed: backfill and the webhooks' subscriptions.
+	Feed FeedConfig
+	// Now stamps the changes the Writer records (default time.Now).
+	Now func() time.Time
+	// OnChanges, if set, is called with the last seq after each commit that appended
+	// changes, outside the transaction.
+	OnChanges func(last uint64)
+}
+
+// NewWriter returns the Writer of store.
+func NewWriter(store Store, o WriterOptions) *Writer {
+	return &Writer{store: store, feed: o.Feed, now: o.Now, onChanges: o.OnChanges}
+}
+
+func (w *Writer) update(fn func(Tx) error) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var last uint64
@@ -40,10 +56,10 @@ func (w *writer) update(fn func(Tx) error) error {
 	if err == nil && last > 0 && w.onChanges != nil {
 		w.onChanges(last)
 	}
-	return storeErr(err)
+	return StoreErr(err)
 }
 
-func (w *writer) clock() time.Time {
+func (w *Writer) clock() time.Time {
 	if w.now != nil {
 		return w.now()
 	}
@@ -56,30 +72,30 @@ func (w *writer) clock() time.Time {
 // clock, so it is of unknown age, not newer; taken as newer, it turned away every
 // read of the message until the clock caught up with it, for as long as the clock
 // had been ahead.
-func (w *writer) newer(stored *time.Time, at time.Time) bool {
+func (w *Writer) newer(stored *time.Time, at time.Time) bool {
 	return stored != nil && stored.After(at) && !stored.After(w.clock())
 }
 
-// applied is one message as stored after a read, with what the read implies next.
-type applied struct {
+// Applied is one message as stored after a read, with what the read implies next.
+type Applied struct {
 	Message
-	// unverified: stored replies no whole-thread read vouches for (see
+	// Unverified: stored replies no whole-thread read vouches for (see
 	// unverifiedReplies): the thread must be read even if the watermark agrees.
-	unverified bool
-	// fresh: the store did not hold the message before (or only as a never-read
+	Unverified bool
+	// Fresh: the store did not hold the message before (or only as a never-read
 	// placeholder): a new message for the head's arrival rate.
-	fresh bool
+	Fresh bool
 }
 
-// applyReads writes messages just read (rule 1: each replaced whole), tracks the
+// ApplyReads writes messages just read (rule 1: each replaced whole), tracks the
 // parent of a reply the store lacks, and reports each one written. started is when the
 // call that read them started, and becomes their last_polled_at: the streams of a tick
 // read concurrently, and a read that started before the stored copy's own read is
 // older than it and is not applied (the newer read wins, whatever order the calls
 // finish in: a slow answer must not put back what a later read replaced).
-func (w *writer) applyReads(msgs []Message, id *Identity, started time.Time) ([]applied, error) {
+func (w *Writer) ApplyReads(msgs []Message, id *Identity, started time.Time) ([]Applied, error) {
 	now := started
-	var out []applied
+	var out []Applied
 	err := w.update(func(tx Tx) error {
 		out = out[:0]
 		for _, read := range msgs {
@@ -105,16 +121,16 @@ func (w *writer) applyReads(msgs []Message, id *Identity, started time.Time) ([]
 			if err != nil {
 				return err
 			}
-			out = append(out, applied{Message: m, unverified: u, fresh: !had || old.LastPolledAt == nil})
+			out = append(out, Applied{Message: m, Unverified: u, Fresh: !had || old.LastPolledAt == nil})
 		}
 		return nil
 	})
 	return out, err
 }
 
-// trackUnread stores a never-read placeholder for each ts the store does not hold, so
+// TrackUnread stores a never-read placeholder for each ts the store does not hold, so
 // the tail reads it (never read sorts first).
-func (w *writer) trackUnread(ch string, tss []TS) error {
+func (w *Writer) TrackUnread(ch string, tss []TS) error {
 	if len(tss) == 0 {
 		return nil
 	}
@@ -128,14 +144,14 @@ func (w *writer) trackUnread(ch string, tss []TS) error {
 	})
 }
 
-// markMissing applies rule 4 after a complete read of the timeline range from oldest
+// MarkMissing applies rule 4 after a complete read of the timeline range from oldest
 // to latest (oldest excluded unless inclusive): stored timeline messages in it that
 // the read did not return get missing_since (kept if already set); nothing else is
 // changed or erased. touch also advances their last_polled_at: a range read re-reads
 // them, and a message absent from it must not stay first in the rotation. Never-read
 // placeholders are left alone and returned: a complete history read missing them may
 // mean a thread reply, which only conversations.replies can tell (locate).
-func (w *writer) markMissing(ch string, oldest, latest TS, inclusive bool, seen map[TS]bool, touch bool, now time.Time) (placeholders []Ref, err error) {
+func (w *Writer) MarkMissing(ch string, oldest, latest TS, inclusive bool, seen map[TS]bool, touch bool, now time.Time) (placeholders []Ref, err error) {
 	err = w.update(func(tx Tx) error {
 		placeholders = placeholders[:0]
 		var gone []Message
@@ -171,9 +187,9 @@ func (w *writer) markMissing(ch string, oldest, latest TS, inclusive bool, seen 
 	return placeholders, err
 }
 
-// markGone records that a complete read covering ref did not return it: missing_since
+// MarkGone records that a complete read covering ref did not return it: missing_since
 // is set (kept if already set) and last_polled_at advances; the content stays.
-func (w *writer) markGone(ref Ref, now time.Time) error {
+func (w *Writer) MarkGone(ref Ref, now time.Time) error {
 	return w.update(func(tx Tx) error {
 		m, ok, err := tx.Message(ref.Channel, ref.TS)
 		if err != nil || !ok {
@@ -187,12 +203,12 @@ func (w *writer) markGone(ref Ref, now time.Time) error {
 	})
 }
 
-// writeThread replaces a fully read thread in one transaction: stale replies deleted,
+// WriteThread replaces a fully read thread in one transaction: stale replies deleted,
 // every reply replaced whole, the parent refreshed from its own element, and the
 // parent's reply watermark put last. It returns the messages written. now is when the
 // thread's first page was asked for: a thread read whole since then is newer, and this
 // read writes nothing.
-func (w *writer) writeThread(parent Ref, latestReply TS, r *threadRead, id *Identity, now time.Time) ([]Message, error) {
+func (w *Writer) WriteThread(parent Ref, latestReply TS, r *ThreadRead, id *Identity, now time.Time) ([]Message, error) {
 	var written []Message
 	err := w.update(func(tx Tx) error {
 		written = written[:0]
@@ -208,7 +224,7 @@ func (w *writer) writeThread(parent Ref, latestReply TS, r *threadRead, id *Iden
 		switch {
 		case ok && w.newer(p.ThreadSyncedAt, now):
 			return nil
-		case newerParent && r.parent != nil && p.LatestReply != r.parent.LatestReply:
+		case newerParent && r.Parent != nil && p.LatestReply != r.Parent.LatestReply:
 			return nil
 		}
 		stored, err := tx.Replies(parent.Channel, parent.TS)
@@ -220,17 +236,17 @@ func (w *writer) writeThread(parent Ref, latestReply TS, r *threadRead, id *Iden
 		// thread shows as not read whole and is read again.
 		kept := 0
 		for _, old := range stored {
-			if r.keep[old.TS] {
+			if r.Keep[old.TS] {
 				kept++
 			}
-			if _, ok := r.byTS[old.TS]; !ok && !r.keep[old.TS] {
+			if _, ok := r.ByTS[old.TS]; !ok && !r.Keep[old.TS] {
 				if err := dropReply(tx, old, now); err != nil {
 					return err
 				}
 			}
 		}
-		incomplete := kept < len(r.keep)
-		for _, read := range r.replies {
+		incomplete := kept < len(r.Keep)
+		for _, read := range r.Replies {
 			if read.ThreadTS == "" {
 				read.ThreadTS = parent.TS // a reply always belongs to the thread it came from
 			}
@@ -248,14 +264,14 @@ func (w *writer) writeThread(parent Ref, latestReply TS, r *threadRead, id *Iden
 			written = append(written, m)
 		}
 		watermark := latestReply
-		if r.parent != nil {
-			watermark = r.parent.LatestReply
+		if r.Parent != nil {
+			watermark = r.Parent.LatestReply
 			if !newerParent {
 				var prev *Message
 				if ok {
 					prev = &p
 				}
-				p = merge(prev, *r.parent, id, now)
+				p = merge(prev, *r.Parent, id, now)
 				written = append(written, p)
 			}
 		} else if !ok {
@@ -272,10 +288,10 @@ func (w *writer) writeThread(parent Ref, latestReply TS, r *threadRead, id *Iden
 	return written, err
 }
 
-// threadGone applies thread_not_found, Slack's final answer that the thread is gone:
+// ThreadGone applies thread_not_found, Slack's final answer that the thread is gone:
 // the reply set becomes empty, the parent is marked deleted, and its watermark becomes
 // its last read latest_reply so the thread is not asked for again.
-func (w *writer) threadGone(parent Ref, now time.Time) error {
+func (w *Writer) ThreadGone(parent Ref, now time.Time) error {
 	return w.update(func(tx Tx) error {
 		stored, err := tx.Replies(parent.Channel, parent.TS)
 		if err != nil {
@@ -297,12 +313,12 @@ func (w *writer) threadGone(parent Ref, now time.Time) error {
 	})
 }
 
-// adoptReply writes, in one transaction, what locate learned: the reply (as read, or
+// AdoptReply writes, in one transaction, what locate learned: the reply (as read, or
 // the placeholder moved under threadTS) and its parent (as read, or a never-read
 // placeholder when the store does not hold it). It returns the messages written and
 // the parent when the store holds it read, with whether its thread must be read even
 // if its watermark agrees (force).
-func (w *writer) adoptReply(ref Ref, threadTS TS, self, parent *Message, id *Identity, now time.Time) (written []Message, thread *Message, force bool, err error) {
+func (w *Writer) AdoptReply(ref Ref, threadTS TS, self, parent *Message, id *Identity, now time.Time) (written []Message, thread *Message, force bool, err error) {
 	err = w.update(func(tx Tx) error {
 		written, thread, force = written[:0], nil, self == nil
 		if self != nil {
@@ -344,8 +360,8 @@ func (w *writer) adoptReply(ref Ref, threadTS TS, self, parent *Message, id *Ide
 	return written, thread, force, err
 }
 
-// updateConversation applies fn to the stored conversation id in one transaction.
-func (w *writer) updateConversation(id string, fn func(*Conversation)) error {
+// UpdateConversation applies fn to the stored conversation id in one transaction.
+func (w *Writer) UpdateConversation(id string, fn func(*Conversation)) error {
 	return w.update(func(tx Tx) error {
 		c, ok, err := tx.Conversation(id)
 		if err != nil {
@@ -359,9 +375,9 @@ func (w *writer) updateConversation(id string, fn func(*Conversation)) error {
 	})
 }
 
-// ensureConversations stores every configured conversation not stored yet and
+// EnsureConversations stores every configured conversation not stored yet and
 // returns the configured and discovered ones.
-func (w *writer) ensureConversations(configured []string) ([]Conversation, error) {
+func (w *Writer) EnsureConversations(configured []string) ([]Conversation, error) {
 	var convs []Conversation
 	err := w.update(func(tx Tx) error {
 		convs = convs[:0]
@@ -384,9 +400,9 @@ func (w *writer) ensureConversations(configured []string) ([]Conversation, error
 	return convs, err
 }
 
-// putDiscovered stores what users.conversations listed: new conversations as pending
+// PutDiscovered stores what users.conversations listed: new conversations as pending
 // and discovered, every one's info refreshed.
-func (w *writer) putDiscovered(found []ConversationInfo, now time.Time) error {
+func (w *Writer) PutDiscovered(found []ConversationInfo, now time.Time) error {
 	return w.update(func(tx Tx) error {
 		for _, info := range found {
 			c, ok, err := tx.Conversation(info.ID)
@@ -396,7 +412,7 @@ func (w *writer) putDiscovered(found []ConversationInfo, now time.Time) error {
 			if !ok {
 				c = Conversation{ID: info.ID, Status: StatusPending, Discovered: true}
 			}
-			applyInfo(&c, info, now)
+			c.ApplyInfo(info, now)
 			if err := tx.PutConversation(c); err != nil {
 				return err
 			}
@@ -405,9 +421,9 @@ func (w *writer) putDiscovered(found []ConversationInfo, now time.Time) error {
 	})
 }
 
-// retire takes messages the tracking policy no longer rotates out of the rotation;
+// Retire takes messages the tracking policy no longer rotates out of the rotation;
 // they keep their content. A message that became watched meanwhile is left alone.
-func (w *writer) retire(refs []Ref) error {
+func (w *Writer) Retire(refs []Ref) error {
 	return w.update(func(tx Tx) error {
 		for _, ref := range refs {
 			m, ok, err := tx.Message(ref.Channel, ref.TS)
@@ -440,9 +456,9 @@ func (w *writer) retire(refs []Ref) error {
 	})
 }
 
-// unretire brings the retired messages of ch newer than cutoff ("" for all) back into
+// Unretire brings the retired messages of ch newer than cutoff ("" for all) back into
 // the rotation, after the horizon grew, and lowers RetiredTo to match.
-func (w *writer) unretire(ch string, cutoff TS) (int, error) {
+func (w *Writer) Unretire(ch string, cutoff TS) (int, error) {
 	n := 0
 	err := w.update(func(tx Tx) error {
 		n = 0
@@ -473,14 +489,37 @@ func (w *writer) unretire(ch string, cutoff TS) (int, error) {
 	return n, err
 }
 
-func (w *writer) putUser(u User) error {
+func (w *Writer) PutUser(u User) error {
 	return w.update(func(tx Tx) error { return tx.PutUser(u) })
 }
 
-func (w *writer) putIdentity(id Identity) error {
+func (w *Writer) PutIdentity(id Identity) error {
 	return w.update(func(tx Tx) error { return tx.PutIdentity(id) })
 }
 
-func (w *writer) putLastTick(s TickSummary) error {
+func (w *Writer) PutLastTick(s TickSummary) error {
 	return w.update(func(tx Tx) error { return tx.PutLastTick(s) })
+}
+
+// ThreadRead is a whole thread as read by conversations.replies.
+type ThreadRead struct {
+	Parent  *Message    // the parent element, if any page carried it
+	Replies []Message   // without the parent, ascending by ts as Slack sent them
+	Keep    map[TS]bool // replies that could not be decoded: keep the stored copy
+	ByTS    map[TS]int  // index into replies, to drop repeats across pages
+}
+
+// dropReply removes a reply that a whole-thread read (or thread_not_found) says is
+// gone. A reply someone tracked — it carries a record key, or track added it and it
+// was never read — is kept instead, out of its thread, as deleted and missing since
+// now: the record stays attached and tells what became of its message.
+func dropReply(tx Tx, old Message, now time.Time) error {
+	if old.Record == "" && old.LastPolledAt != nil {
+		return tx.DeleteMessage(old.Channel, old.TS)
+	}
+	old.ThreadTS, old.Deleted, old.LastPolledAt = "", true, &now
+	if old.MissingSince == nil {
+		old.MissingSince = &now
+	}
+	return tx.PutMessage(old)
 }

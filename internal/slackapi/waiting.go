@@ -47,7 +47,7 @@ func (w *waitState) gateReason(atNotBefore bool) string {
 
 // Waiting reports whether a call of method is waiting before its HTTP attempt, until
 // when (wall clock) and why (WaitRate, WaitRetryAfter). It implements
-// readmodel.WaitReporter, for the poller's progress log.
+// poller.WaitReporter, for the poller's progress log.
 func (c *Client) Waiting(method string) (until time.Time, why string, ok bool) {
 	p := c.pacers[method]
 	if p == nil {

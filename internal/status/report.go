@@ -138,7 +138,7 @@ type TickInProgress struct {
 
 // Input is what the report needs besides the store.
 type Input struct {
-	// Running, if set, reports the daemon's tick under way (readmodel.Poller.Running).
+	// Running, if set, reports the daemon's tick under way (poller.Poller.Running).
 	Running func() (rm.TickRunning, bool)
 	// Configured are the configured conversation IDs; those not stored yet are listed
 	// as pending.

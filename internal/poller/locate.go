@@ -1,0 +1,128 @@
+package poller
+
+import (
+	"errors"
+
+	. "github.com/slackpoll/slackpoll/internal/readmodel"
+)
+
+// locate finds the thread of a tracked message that history did not return, with one
+// conversations.replies call, ts = ref.TS, limit 1: Slack's ts there is "either a
+// thread's parent message or a message in the thread", and the answer starts with the
+// parent (see conversations.replies). The placeholder then becomes a reply of that
+// parent, which joins the tail (it is stored, or tracked as never read): the parent's
+// thread read fills the reply in, and every later one keeps it fresh. thread_not_found,
+// or an answer that names no thread, is Slack saying the message is not there:
+// missing_since; an answer with an undecodable message (the parent) is not, and leaves
+// the placeholder unread. Without a replies call left this tick the placeholder stays
+// unread, first in the tail next tick.
+func (t *tick) locate(ref Ref) error {
+	if m, ok, err := t.message(ref); err != nil || !ok || m.LastPolledAt != nil {
+		// Read since it was queued (its parent's thread read, queued by the same
+		// range, stores it first) or gone: nothing to find, and no call to spend.
+		t.mu.Lock()
+		delete(t.p.unlocated, ref)
+		t.mu.Unlock()
+		return err
+	}
+	var page Page
+	started := t.now()
+	err := t.do(t.replies, func() (err error) {
+		page, err = t.p.src.Replies(t.ctx, RepliesRequest{Channel: ref.Channel, TS: ref.TS, Limit: 1})
+		return err
+	})
+	if errors.Is(err, errStreamStop) {
+		// Still unlocated: the next tick's replies stream starts with it.
+		t.mu.Lock()
+		t.locateQueue = append(t.locateQueue, ref)
+		t.mu.Unlock()
+		return err
+	}
+	t.mu.Lock()
+	delete(t.p.unlocated, ref)
+	t.mu.Unlock()
+	// An answer that leaves the placeholder unread lets it go back to the tail, where
+	// never read, it is the stalest of all: without a backoff it anchored a range on
+	// every tick, which queued it here again, and the rest of the tail waited.
+	unread := func() {
+		t.mu.Lock()
+		t.backOffLocked(ref)
+		t.mu.Unlock()
+	}
+	if err != nil {
+		if ends(err) {
+			return err
+		}
+		switch {
+		case CodeOf(err) == "thread_not_found":
+			return t.p.w.MarkGone(ref, t.now())
+		case ClassOf(err) == ClassConversation:
+			return t.conversationFailed(ref.Channel, err)
+		}
+		t.skip("%s/%s: finding its thread: %v", ref.Channel, ref.TS, err)
+		unread()
+		return nil
+	}
+	for _, s := range page.Skipped {
+		if s.TS == ref.TS || s.TS == "" {
+			t.skip("%s/%s: finding its thread: undecodable: %s", ref.Channel, ref.TS, s.Err)
+			unread()
+			return nil
+		}
+	}
+	t.vetPage(ref.Channel, &page, PageOther, "")
+	var self, parent *Message
+	for i := range page.Messages {
+		m := &page.Messages[i]
+		switch {
+		case m.TS == ref.TS:
+			self = m
+		case m.ThreadTS == m.TS && parent == nil:
+			parent = m
+		}
+	}
+	if self != nil && !self.IsReply() {
+		// History should have returned it; replies did, and a read is a read.
+		_, err := t.applyReads([]Message{*self}, nil, started)
+		return err
+	}
+	var threadTS TS
+	switch {
+	case self != nil:
+		threadTS = self.ThreadTS
+	case parent != nil:
+		threadTS = parent.TS
+	case len(page.Skipped) > 0:
+		// Slack named a thread (its parent, at least) that could not be decoded: not
+		// an answer of absence. The placeholder stays unread and is found again.
+		t.skip("%s/%s: finding its thread: undecodable: %s", ref.Channel, ref.TS, joinErrs(page.Skipped))
+		unread()
+		return nil
+	default:
+		return t.p.w.MarkGone(ref, t.now())
+	}
+	if parent != nil && parent.TS != threadTS {
+		parent = nil // some other thread's parent: not this reply's
+	}
+	t.p.log.Info("tracked message is a thread reply", "channel", ref.Channel, "ts", string(ref.TS), "thread_ts", string(threadTS))
+	return t.adoptReply(ref, threadTS, self, parent)
+}
+
+// adoptReply writes what locate learned through the writer, then queues the parent's
+// thread when the store holds the parent read.
+func (t *tick) adoptReply(ref Ref, threadTS TS, self, parent *Message) error {
+	written, thread, force, err := t.p.w.AdoptReply(ref, threadTS, self, parent, t.p.identity, t.now())
+	if err != nil {
+		return err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for i := range written {
+		t.noteUsersLocked(&written[i])
+	}
+	if thread != nil && thread.LastPolledAt != nil {
+		t.queueThreadLocked(thread, force)
+	}
+	t.sum.MessagesWritten += len(written)
+	return nil
+}

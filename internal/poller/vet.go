@@ -1,0 +1,42 @@
+package poller
+
+import . "github.com/slackpoll/slackpoll/internal/readmodel"
+
+// vetPage settles a page read from Slack by VetMessages and flags what it settled (the
+// tick's errors and the log). thread is the thread's parent ts for a PageThread
+// page.
+//
+// Notes the Source made while decoding (Page.Notes) are flagged too.
+func (t *tick) vetPage(ch string, page *Page, kind PageKind, thread TS) {
+	notes := VetMessages(page, kind, thread)
+	for _, n := range append(page.Notes, notes...) {
+		t.flag("%s/%s: %s", ch, n.TS, n.Err)
+	}
+}
+
+// flag reports odd data from Slack that was stored in one deterministic way (see
+// vetPage): in the tick's errors, as a skip is, and in the log.
+func (t *tick) flag(format string, args ...any) {
+	t.report("odd data from Slack, stored one way", format, args...)
+}
+
+// vetReactionsGet vets the message a reactions.get call returned as vetPage vets a
+// page, and keeps a timeline message a timeline message: a message the store holds
+// as not a reply (a history read said so, see vetPage) that reactions.get returns
+// with another thread's thread_ts keeps the stored thread_ts, or every reactions.get
+// read would move it into that thread and the next history read back out.
+func (t *tick) vetReactionsGet(m *Message) error {
+	page := Page{Messages: []Message{*m}}
+	t.vetPage(m.Channel, &page, PageOther, "")
+	*m = page.Messages[0]
+	if !m.IsReply() || m.Subtype == SubtypeThreadBroadcast {
+		return nil
+	}
+	stored, ok, err := t.message(Ref{Channel: m.Channel, TS: m.TS})
+	if err != nil || !ok || stored.LastPolledAt == nil || stored.IsReply() {
+		return err
+	}
+	t.flag("%s/%s: reactions.get returned it with thread_ts %s, but it is a timeline message: stored as one", m.Channel, m.TS, m.ThreadTS)
+	m.ThreadTS = stored.ThreadTS
+	return nil
+}
