@@ -84,7 +84,7 @@ func (w *world) tick(rt http.RoundTripper) (sum rm.TickSummary, panicked any, er
 	// apart), so that their bad answers are met too.
 	// Heads are read on every tick too (a bound of one interval), so that a bad
 	// answer to a head read is met, not only to the tail's ranges.
-	p := poller.NewPoller(w.store, src, poller.PollerConfig{Conversations: w.convs, Budget: budget, Interval: time.Minute,
+	p := poller.New(w.store, src, poller.Config{Conversations: w.convs, Budget: budget, Interval: time.Minute,
 		UserCacheTTL: time.Minute, InfoRefresh: time.Minute, Tracking: poller.TrackingPolicy{HeadMaxAge: time.Minute}})
 	defer func() { panicked = recover() }()
 	sum, err = p.Tick(context.Background())

@@ -74,7 +74,7 @@ func (c *cmdCtx) startDaemon() (*daemon, error) {
 	pc.ClockSkew = src.ClockSkew
 	pc.Feed = feedConfig(cfg)
 	pc.OnChanges = d.changesCommitted
-	d.poller = poller.NewPoller(store, src, pc)
+	d.poller = poller.New(store, src, pc)
 	d.warnUnconfiguredOutbox()
 	return d, nil
 }

@@ -67,8 +67,8 @@ func newSource(cfg *config.Config, store rm.Store, log *slog.Logger, httpClient 
 }
 
 // pollerConfig maps the config onto the poller's.
-func pollerConfig(cfg *config.Config, log *slog.Logger) poller.PollerConfig {
-	return poller.PollerConfig{
+func pollerConfig(cfg *config.Config, log *slog.Logger) poller.Config {
+	return poller.Config{
 		Conversations: cfg.Conversations,
 		Discover:      cfg.Discover == "member",
 		Budget: poller.Budget{

@@ -42,7 +42,7 @@ func TestNonMarketplaceBacklogDeeperThanATickIsReadWhole(t *testing.T) {
 		fake, rates := nonMarketplaceFake(t)
 		convs := backlogWorkspace(t, fake)
 		store := openTestStore(t)
-		p := poller.NewPoller(store, fakeSource(t, fake, rates, store), poller.PollerConfig{Conversations: convs, Budget: defaultBudget, Rates: rates})
+		p := poller.New(store, fakeSource(t, fake, rates, store), poller.Config{Conversations: convs, Budget: defaultBudget, Rates: rates})
 		runFor(t, p, 3*time.Hour)
 		requireMatchesWorkspace(t, store, fake, convs)
 	})
@@ -56,7 +56,7 @@ func TestNonMarketplaceBacklogWithAnUndecodableMessageIsReadWhole(t *testing.T) 
 		fake, rates := nonMarketplaceFake(t)
 		convs := backlogWorkspace(t, fake)
 		store := openTestStore(t)
-		p := poller.NewPoller(store, &faultOnResume{Source: fakeSource(t, fake, rates, store), fake: fake}, poller.PollerConfig{Conversations: convs, Budget: defaultBudget, Rates: rates, OnTick: func(s rm.TickSummary) {
+		p := poller.New(store, &faultOnResume{Source: fakeSource(t, fake, rates, store), fake: fake}, poller.Config{Conversations: convs, Budget: defaultBudget, Rates: rates, OnTick: func(s rm.TickSummary) {
 			if len(s.Errors) > 0 {
 				t.Logf("%s calls %v stop %s errors %q", s.Started.Format("15:04"), s.Calls, s.StopReason, s.Errors)
 			}

@@ -33,7 +33,7 @@ func TestDeletedBroadcastLeavesItsParentsReplies(t *testing.T) {
 		src := fakeSource(t, fake, map[string]float64{rm.MethodHistory: 600, rm.MethodReplies: 600}, store)
 		tick := func(b poller.Budget) {
 			t.Helper()
-			p := poller.NewPoller(store, src, poller.PollerConfig{Conversations: []string{"C0GENERAL"}, Budget: b})
+			p := poller.New(store, src, poller.Config{Conversations: []string{"C0GENERAL"}, Budget: b})
 			if _, err := p.Tick(context.Background()); err != nil {
 				t.Fatal(err)
 			}

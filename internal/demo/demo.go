@@ -227,7 +227,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		res   = Result{Calls: map[string]int{}}
 		ticks = make(chan rm.TickSummary, 16)
 	)
-	pl := poller.NewPoller(store, src, poller.PollerConfig{
+	pl := poller.New(store, src, poller.Config{
 		Rates:         rates,
 		Conversations: convs, Budget: o.Budget, Interval: o.Interval,
 		SoftDeadline: 30 * time.Second, BulkWindow: window, UserCacheTTL: o.UserCacheTTL,

@@ -74,7 +74,7 @@ func TestFirstSyncEstimateConverges(t *testing.T) {
 		store := openTestStore(t)
 		var logs lockedBuffer
 		start := time.Now()
-		p := poller.NewPoller(store, fakeSource(t, fake, rates, store), poller.PollerConfig{
+		p := poller.New(store, fakeSource(t, fake, rates, store), poller.Config{
 			Conversations: convs, Budget: defaultBudget, Rates: rates, Interval: time.Minute,
 			Logger: slog.New(slog.NewJSONHandler(&logs, nil)),
 		})
@@ -122,7 +122,7 @@ func TestStatusShowsTheTickInProgress(t *testing.T) {
 		fake, rates := nonMarketplaceFake(t)
 		convs := backlogWorkspace(t, fake)
 		store := openTestStore(t)
-		p := poller.NewPoller(store, fakeSource(t, fake, rates, store), poller.PollerConfig{Conversations: convs, Budget: defaultBudget, Rates: rates})
+		p := poller.New(store, fakeSource(t, fake, rates, store), poller.Config{Conversations: convs, Budget: defaultBudget, Rates: rates})
 		if _, err := p.Tick(t.Context()); err != nil { // a first tick, so that a last tick is stored
 			t.Fatal(err)
 		}

@@ -172,7 +172,7 @@ func populate(t *testing.T, fake *slackfake.Server, store rm.Store, convs []stri
 	src, err := slackapi.New(slackapi.Options{Token: fake.Token(), APIURL: "http://slack.fake/api/",
 		HTTPClient: fake.Client(), Rates: fast})
 	must(t, err)
-	p := poller.NewPoller(store, src, poller.PollerConfig{Conversations: convs, Rates: fast, BulkWindow: 10_000 * time.Hour,
+	p := poller.New(store, src, poller.Config{Conversations: convs, Rates: fast, BulkWindow: 10_000 * time.Hour,
 		Budget: poller.Budget{HistoryCalls: 100_000, RepliesCalls: 100_000, UsersInfoCalls: 10}})
 	for range 3 {
 		if _, err := p.Tick(context.Background()); err != nil {
@@ -221,7 +221,7 @@ func measureShape(t *testing.T, sh rotationShape, profile string) rotationResult
 	must(t, err)
 	start := time.Now()
 	busy.start = start
-	p := poller.NewPoller(store, src, poller.PollerConfig{Conversations: convs, Rates: rates,
+	p := poller.New(store, src, poller.Config{Conversations: convs, Rates: rates,
 		Budget: poller.Budget{HistoryCalls: 250, RepliesCalls: 250, UsersInfoCalls: 100, ReactionsCalls: 250}})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -302,7 +302,7 @@ func measureWatched(t *testing.T, withReactions bool) time.Duration {
 		HTTPClient: fake.Client(), Rates: rates})
 	must(t, err)
 	start := time.Now()
-	p := poller.NewPoller(store, src, poller.PollerConfig{Conversations: convs, Rates: rates,
+	p := poller.New(store, src, poller.Config{Conversations: convs, Rates: rates,
 		Budget: poller.Budget{HistoryCalls: 250, RepliesCalls: 250, UsersInfoCalls: 100, ReactionsCalls: 250}})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

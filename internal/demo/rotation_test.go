@@ -42,7 +42,7 @@ func measureRotation(t *testing.T, profile string) {
 	interval := time.Minute
 	var bound time.Duration // the rotation period the latest tick reported
 	ticks := 0
-	p := poller.NewPoller(store, src, poller.PollerConfig{
+	p := poller.New(store, src, poller.Config{
 		Conversations: []string{"C0GENERAL"}, Interval: interval,
 		Budget: defaultBudget, Rates: rates,
 		OnTick: func(s rm.TickSummary) {

@@ -43,7 +43,7 @@ func TestNonMarketplaceSixChannelsConverge(t *testing.T) {
 		for i, id := range convs {
 			must(t, rm.Track(store, id, older[i], ""))
 		}
-		p := poller.NewPoller(store, fakeSource(t, fake, rates, store), poller.PollerConfig{Conversations: convs, Budget: defaultBudget, Rates: rates})
+		p := poller.New(store, fakeSource(t, fake, rates, store), poller.Config{Conversations: convs, Budget: defaultBudget, Rates: rates})
 		runFor(t, p, 3*time.Hour)
 
 		requireMatchesWorkspace(t, store, fake, convs)

@@ -119,7 +119,7 @@ func TestDeployFilesNameOnlyMetricsThatExist(t *testing.T) {
 		t.Fatal(err)
 	}
 	slow, _ := rm.ProfileRates(rm.ProfileNonMarketplace)
-	p := poller.NewPoller(e.f.Store, src, poller.PollerConfig{
+	p := poller.New(e.f.Store, src, poller.Config{
 		Conversations: e.f.Configured, Rates: slow,
 		Budget: poller.Budget{HistoryCalls: 250, RepliesCalls: 250, UsersInfoCalls: 100, ReactionsCalls: 250}, Now: e.f.Clock.Now, OnTick: e.metrics.OnTick})
 	for range 2 {

@@ -16,7 +16,7 @@ import (
 
 // Metrics are slackpoll's Prometheus metrics, in a registry of their own. The daemon
 // feeds them through two hooks — OnCall (slackapi.Options.OnCall) and OnTick
-// (poller.PollerConfig.OnTick) — and New serves them on /metrics together with
+// (poller.Config.OnTick) — and New serves them on /metrics together with
 // gauges read from the store at scrape time. All names start with slackpoll_:
 //
 //	slackpoll_slack_calls_total{method,outcome}            HTTP attempts to Slack; outcome ok, rate_limited, retry, canceled, transient, item, conversation, token
@@ -196,7 +196,7 @@ func (m *Metrics) OnClockSkew(skew time.Duration) {
 }
 
 // OnTick records a finished tick; it has the signature of
-// poller.PollerConfig.OnTick.
+// poller.Config.OnTick.
 func (m *Metrics) OnTick(s rm.TickSummary) {
 	m.ticks.WithLabelValues(s.StopReason).Inc()
 	m.tickDur.Observe(s.Finished.Sub(s.Started).Seconds())

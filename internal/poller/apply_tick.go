@@ -3,13 +3,13 @@ package poller
 import (
 	"time"
 
-	. "github.com/slackpoll/slackpoll/internal/readmodel"
+	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 )
 
 // applyReads writes messages just read through the writer and does the tick's
 // bookkeeping: threads whose latest_reply moved are queued for the replies stream, the
 // users they name for the users stream; seen, if not nil, collects their ts.
-func (t *tick) applyReads(msgs []Message, seen map[TS]bool, started time.Time) ([]Applied, error) {
+func (t *tick) applyReads(msgs []rm.Message, seen map[rm.TS]bool, started time.Time) ([]rm.Applied, error) {
 	if len(msgs) == 0 {
 		return nil, nil
 	}
@@ -41,7 +41,7 @@ func (t *tick) applyReads(msgs []Message, seen map[TS]bool, started time.Time) (
 
 // noteUsersLocked queues the users a stored message refers to for resolution; called
 // with mu held.
-func (t *tick) noteUsersLocked(m *Message) {
+func (t *tick) noteUsersLocked(m *rm.Message) {
 	added := false
 	for _, id := range m.UserIDs() {
 		if _, ok := t.p.pendingUsers[id]; !ok {
@@ -57,11 +57,11 @@ func (t *tick) noteUsersLocked(m *Message) {
 // queueThreadLocked schedules a thread sync for a parent whose latest_reply moved, or
 // whose stored replies need a whole-thread read to be confirmed (force); called with
 // mu held.
-func (t *tick) queueThreadLocked(m *Message, force bool) {
+func (t *tick) queueThreadLocked(m *rm.Message, force bool) {
 	if m.IsReply() || (!force && !m.NeedsThreadSync()) {
 		return
 	}
-	ref := Ref{Channel: m.Channel, TS: m.TS}
+	ref := rm.Ref{Channel: m.Channel, TS: m.TS}
 	if t.queued[ref] {
 		return
 	}
@@ -73,7 +73,7 @@ func (t *tick) queueThreadLocked(m *Message, force bool) {
 // queueLocate hands a never-read tracked message that a complete history read did not
 // return to the replies stream, which finds its thread; history does not read it
 // again meanwhile.
-func (t *tick) queueLocate(refs []Ref) {
+func (t *tick) queueLocate(refs []rm.Ref) {
 	if len(refs) == 0 {
 		return
 	}
@@ -94,12 +94,12 @@ func (t *tick) queueLocate(refs []Ref) {
 // old messages; a head read, new ones), and a parent stored now would stand without
 // its replies until its thread is read. The replies stream stores the parent and its
 // replies in one transaction.
-func (t *tick) deferNewParents(msgs []Message) ([]Message, error) {
+func (t *tick) deferNewParents(msgs []rm.Message) ([]rm.Message, error) {
 	if t.p.cfg.Budget.RepliesCalls == 0 {
 		return msgs, nil // no thread read will come: the parent is stored as read
 	}
-	var keep, later []Message
-	err := t.p.store.View(func(tx Tx) error {
+	var keep, later []rm.Message
+	err := t.p.store.View(func(tx rm.Tx) error {
 		for _, m := range msgs {
 			if m.IsReply() || m.LatestReply == "" {
 				keep = append(keep, m)
@@ -118,7 +118,7 @@ func (t *tick) deferNewParents(msgs []Message) ([]Message, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, StoreErr(err)
+		return nil, rm.StoreErr(err)
 	}
 	if len(later) == 0 {
 		return msgs, nil
@@ -127,7 +127,7 @@ func (t *tick) deferNewParents(msgs []Message) ([]Message, error) {
 	defer t.mu.Unlock()
 	for i := range later {
 		m := later[i]
-		ref := Ref{Channel: m.Channel, TS: m.TS}
+		ref := rm.Ref{Channel: m.Channel, TS: m.TS}
 		if t.queued[ref] {
 			continue
 		}

@@ -51,7 +51,7 @@ func TestDiscoverWithTheClockAheadListsAgainWhenItIsSetBack(t *testing.T) {
 	src.addChannel(ch)
 	store := openStore(t)
 	clock := &fixedClock{t: epoch.Add(24 * time.Hour)}
-	p := poller.NewPoller(store, src, poller.PollerConfig{Discover: true, Budget: defaultBudget(), Now: clock.Now})
+	p := poller.New(store, src, poller.Config{Discover: true, Budget: defaultBudget(), Now: clock.Now})
 	mustTick(t, p)
 	n := len(src.callsOf(rm.MethodUsersConversations))
 	if n == 0 {
@@ -74,7 +74,7 @@ func TestBulkWindowIsPlacedBySlacksTime(t *testing.T) {
 	src.post(recent)
 	store := openStore(t)
 	clock := &fixedClock{t: epoch.Add(96 * time.Hour)}
-	p := poller.NewPoller(store, src, poller.PollerConfig{Conversations: []string{ch}, Budget: defaultBudget(), Now: clock.Now,
+	p := poller.New(store, src, poller.Config{Conversations: []string{ch}, Budget: defaultBudget(), Now: clock.Now,
 		ClockSkew: func() time.Duration { return -96 * time.Hour }})
 	mustTick(t, p)
 	if got := getMsg(t, store, ch, recent.TS); got.Text != recent.Text {
@@ -103,7 +103,7 @@ func TestHorizonIsMeasuredBySlacksTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	clock := &fixedClock{t: epoch.Add(96 * time.Hour)}
-	p := poller.NewPoller(store, src, poller.PollerConfig{Conversations: []string{ch}, Budget: defaultBudget(), Now: clock.Now,
+	p := poller.New(store, src, poller.Config{Conversations: []string{ch}, Budget: defaultBudget(), Now: clock.Now,
 		Tracking:  poller.TrackingPolicy{Horizon: 120 * time.Hour},
 		ClockSkew: func() time.Duration { return -96 * time.Hour }})
 	for range 3 {

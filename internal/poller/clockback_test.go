@@ -14,7 +14,7 @@ import (
 // calls on them) until the clock caught up, a day here.
 func TestAReadAfterTheClockWasSetBackReplacesAReadMadeWhileItWasAhead(t *testing.T) {
 	src, store, clock, tss := tiledStore(t)
-	p := poller.NewPoller(store, src, poller.PollerConfig{Conversations: []string{ch}, Now: clock.Now,
+	p := poller.New(store, src, poller.Config{Conversations: []string{ch}, Now: clock.Now,
 		Budget: poller.Budget{HistoryCalls: 6, RepliesCalls: 1, UsersInfoCalls: 10}})
 	clock.Advance(24 * time.Hour)
 	mustTick(t, p)
@@ -43,7 +43,7 @@ func TestAReadAfterTheClockWasSetBackReplacesAReadMadeWhileItWasAhead(t *testing
 // messages read "in the future" waited a day, far past a rotation of three tiles.
 func TestMessagesReadWithTheClockAheadAreReadOnceItIsSetBack(t *testing.T) {
 	src, store, clock, tss := tiledStore(t)
-	p := poller.NewPoller(store, src, poller.PollerConfig{Conversations: []string{ch}, Now: clock.Now,
+	p := poller.New(store, src, poller.Config{Conversations: []string{ch}, Now: clock.Now,
 		Budget: poller.Budget{HistoryCalls: 1, RepliesCalls: 1, UsersInfoCalls: 10}})
 	mustTick(t, p) // learns the page cap (its first range asks for 999)
 	clock.Advance(time.Minute)
@@ -81,7 +81,7 @@ func TestMessagesReadWithTheClockAheadAreReadOnceItIsSetBack(t *testing.T) {
 // caught up.
 func TestAThreadReadWithTheClockAheadIsReplacedOnceItIsSetBack(t *testing.T) {
 	src, store, clock, tss := tiledStore(t, 20)
-	p := poller.NewPoller(store, src, poller.PollerConfig{Conversations: []string{ch}, Now: clock.Now,
+	p := poller.New(store, src, poller.Config{Conversations: []string{ch}, Now: clock.Now,
 		Budget: poller.Budget{HistoryCalls: 6, RepliesCalls: 3, UsersInfoCalls: 10}})
 	clock.Advance(24 * time.Hour)
 	mustTick(t, p)

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	. "github.com/slackpoll/slackpoll/internal/readmodel"
+	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 )
 
 // authenticate resolves the token's identity with auth.test once per process (the bot
@@ -16,8 +16,8 @@ func (t *tick) authenticate() error {
 	if t.p.identity != nil {
 		return nil
 	}
-	var id Identity
-	err := t.do(t.setupStream(MethodAuthTest), func() (err error) {
+	var id rm.Identity
+	err := t.do(t.setupStream(rm.MethodAuthTest), func() (err error) {
 		id, err = t.p.src.AuthTest(t.ctx)
 		return err
 	})
@@ -38,8 +38,8 @@ func (t *tick) authenticate() error {
 // discoverTypes maps the token's history scopes to the conversation types it may read.
 func discoverTypes(scopes []string) []string {
 	var types []string
-	for _, ty := range []string{TypePublicChannel, TypePrivateChannel, TypeMPIM, TypeIM} {
-		if slices.Contains(scopes, HistoryScope(ty)) {
+	for _, ty := range []string{rm.TypePublicChannel, rm.TypePrivateChannel, rm.TypeMPIM, rm.TypeIM} {
+		if slices.Contains(scopes, rm.HistoryScope(ty)) {
 			types = append(types, ty)
 		}
 	}
@@ -65,12 +65,12 @@ func (t *tick) discover() error {
 		t.p.lastDiscover = t.now()
 		return nil
 	}
-	var found []ConversationInfo
+	var found []rm.ConversationInfo
 	cursor := ""
 	for {
-		var page []ConversationInfo
+		var page []rm.ConversationInfo
 		var next string
-		err := t.do(t.setupStream(MethodUsersConversations), func() (err error) {
+		err := t.do(t.setupStream(rm.MethodUsersConversations), func() (err error) {
 			page, next, err = t.p.src.MemberConversations(t.ctx, types, cursor)
 			return err
 		})
@@ -112,8 +112,8 @@ func (t *tick) refreshConversations() error {
 			continue // reported once; retried no more than every InfoRefresh
 		}
 		if c.InfoReadAt == nil || due(*c.InfoReadAt, now, t.p.cfg.InfoRefresh) {
-			var info ConversationInfo
-			err := t.do(t.setupStream(MethodConversationInfo), func() (err error) {
+			var info rm.ConversationInfo
+			err := t.do(t.setupStream(rm.MethodConversationInfo), func() (err error) {
 				info, err = t.p.src.ConversationInfo(t.ctx, c.ID)
 				return err
 			})
@@ -126,7 +126,7 @@ func (t *tick) refreshConversations() error {
 				}
 				continue
 			}
-			if err := t.p.w.UpdateConversation(c.ID, func(c *Conversation) { c.ApplyInfo(info, t.now()) }); err != nil {
+			if err := t.p.w.UpdateConversation(c.ID, func(c *rm.Conversation) { c.ApplyInfo(info, t.now()) }); err != nil {
 				return err
 			}
 			if info.IsArchived {
@@ -150,28 +150,28 @@ func (t *tick) conversationFailed(id string, err error) error {
 	t.mu.Lock()
 	delete(t.eligible, id)
 	t.mu.Unlock()
-	if ClassOf(err) != ClassConversation {
+	if rm.ClassOf(err) != rm.ClassConversation {
 		t.skip("%s: %v (will retry next tick)", id, err)
 		return nil
 	}
-	code := CodeOf(err)
-	status := StatusError
+	code := rm.CodeOf(err)
+	status := rm.StatusError
 	switch code {
-	case StatusNotInChannel, StatusMissingScope, StatusChannelNotFound:
+	case rm.StatusNotInChannel, rm.StatusMissingScope, rm.StatusChannelNotFound:
 		status = code
 	case "is_archived":
-		status = StatusArchived
+		status = rm.StatusArchived
 	}
 	var needed string
-	if ae, ok := err.(*APIError); ok {
+	if ae, ok := err.(*rm.APIError); ok {
 		needed = ae.Needed
 	}
 	var changed bool
 	retry := t.now().Add(t.p.cfg.InfoRefresh)
-	uerr := t.p.w.UpdateConversation(id, func(c *Conversation) {
+	uerr := t.p.w.UpdateConversation(id, func(c *rm.Conversation) {
 		changed = c.Status != status || c.NeededScope != needed
 		c.Status, c.NeededScope, c.ErrorDetail = status, needed, err.Error()
-		c.IsArchived = c.IsArchived || status == StatusArchived
+		c.IsArchived = c.IsArchived || status == rm.StatusArchived
 		c.RetryAt = &retry
 		c.InfoReadAt = nil // re-read info when the retry comes
 	})
@@ -179,7 +179,7 @@ func (t *tick) conversationFailed(id string, err error) error {
 		msg := fmt.Sprintf("%s: %s", id, status)
 		if needed != "" {
 			msg += " (add the " + needed + " scope to the app and reinstall it)"
-		} else if status == StatusNotInChannel {
+		} else if status == rm.StatusNotInChannel {
 			msg += " (invite the bot: /invite @yourbot)"
 		}
 		t.skip("%s; retrying after %s", msg, retry.UTC().Format(time.RFC3339))
@@ -190,9 +190,9 @@ func (t *tick) conversationFailed(id string, err error) error {
 // conversationOK records a successful read: status ok, error cleared.
 func (t *tick) conversationOK(id string, swept bool) error {
 	now := t.now()
-	return t.p.w.UpdateConversation(id, func(c *Conversation) {
-		if c.Status != StatusArchived {
-			c.Status = StatusOK
+	return t.p.w.UpdateConversation(id, func(c *rm.Conversation) {
+		if c.Status != rm.StatusArchived {
+			c.Status = rm.StatusOK
 		}
 		c.NeededScope, c.ErrorDetail, c.RetryAt = "", "", nil
 		if swept {
@@ -213,7 +213,7 @@ func (t *tick) eligibleIDs() []string {
 	return ids
 }
 
-func joinErrs(errs []ItemError) string {
+func joinErrs(errs []rm.ItemError) string {
 	parts := make([]string, len(errs))
 	for i, e := range errs {
 		parts[i] = string(e.TS) + ": " + e.Err

@@ -73,7 +73,7 @@ func TestEdgeWindowStartPassesWalkBottom(t *testing.T) {
 	clock := &fixedClock{t: epoch}
 	b := defaultBudget()
 	b.HistoryCalls = 2
-	p := poller.NewPoller(store, src, poller.PollerConfig{Conversations: []string{ch}, Budget: b, Now: clock.Now, BulkWindow: time.Hour})
+	p := poller.New(store, src, poller.Config{Conversations: []string{ch}, Budget: b, Now: clock.Now, BulkWindow: time.Hour})
 	mustTick(t, p)
 	clock.Advance(2 * time.Hour) // whole window moved past walk bottom
 	fresh := postN(src, 3, -17000)
@@ -131,7 +131,7 @@ func TestEdgeRestartAndArchiveMidResume(t *testing.T) {
 	b := defaultBudget()
 	b.HistoryCalls = 2
 	mk := func() *poller.Poller {
-		return poller.NewPoller(store, src, poller.PollerConfig{Conversations: []string{ch}, Budget: b, Now: clock.Now})
+		return poller.New(store, src, poller.Config{Conversations: []string{ch}, Budget: b, Now: clock.Now})
 	}
 	mustTick(t, mk())
 	clock.Advance(time.Minute)

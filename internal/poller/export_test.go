@@ -1,11 +1,11 @@
 package poller
 
-import . "github.com/slackpoll/slackpoll/internal/readmodel"
+import rm "github.com/slackpoll/slackpoll/internal/readmodel"
 
 // BackingOff returns the tail entries p skips until a later tick: reads of them
 // advanced nothing.
-func BackingOff(p *Poller) []Ref {
-	var out []Ref
+func BackingOff(p *Poller) []rm.Ref {
+	var out []rm.Ref
 	for r, b := range p.tailBackoff {
 		if b.until > p.tickNo {
 			out = append(out, r)

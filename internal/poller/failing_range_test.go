@@ -33,7 +33,7 @@ func (s failingRange) History(ctx context.Context, req rm.HistoryRequest) (rm.Pa
 func TestAFailingTileIsNotReadOncePerMessage(t *testing.T) {
 	src, store, clock, tss := tiledStore(t)
 	on := false
-	p := poller.NewPoller(store, failingRange{src, tss[20], &on}, poller.PollerConfig{Conversations: []string{ch}, Now: clock.Now,
+	p := poller.New(store, failingRange{src, tss[20], &on}, poller.Config{Conversations: []string{ch}, Now: clock.Now,
 		Budget: poller.Budget{HistoryCalls: 30, RepliesCalls: 1, UsersInfoCalls: 10}})
 	mustTick(t, p) // learns the page cap
 	clock.Advance(time.Minute)

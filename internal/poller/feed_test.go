@@ -19,7 +19,7 @@ func feedPoller(t *testing.T, src rm.Source, feed rm.FeedConfig) (*poller.Poller
 	t.Helper()
 	store := openStore(t)
 	clock := &fixedClock{t: epoch}
-	p := poller.NewPoller(store, src, poller.PollerConfig{Conversations: []string{ch}, Budget: defaultBudget(), Now: clock.Now, Feed: feed})
+	p := poller.New(store, src, poller.Config{Conversations: []string{ch}, Budget: defaultBudget(), Now: clock.Now, Feed: feed})
 	return p, store, clock
 }
 

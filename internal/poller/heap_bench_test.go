@@ -53,7 +53,7 @@ func BenchmarkTickHeap1M(b *testing.B) {
 		src.post(msg("C000000000", ts(3600-i, 0), "U0AAAAAAA", "recent"))
 	}
 	clock := &fixedClock{t: epoch}
-	p := poller.NewPoller(store, src, poller.PollerConfig{Conversations: src.ids(), Budget: defaultBudget(), Now: clock.Now})
+	p := poller.New(store, src, poller.Config{Conversations: src.ids(), Budget: defaultBudget(), Now: clock.Now})
 	var ms runtime.MemStats
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

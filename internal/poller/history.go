@@ -4,7 +4,7 @@ import (
 	"errors"
 	"time"
 
-	. "github.com/slackpoll/slackpoll/internal/readmodel"
+	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 )
 
 // neverAge is the staleness a never-read tracked message counts for when ranges are
@@ -14,8 +14,8 @@ const neverAge = 30 * 24 * time.Hour
 
 // historyAction is what the history stream does with its next call(s).
 type historyAction struct {
-	head *Conversation // read this conversation's bulk window
-	rng  *span         // or re-read this range of stored messages
+	head *rm.Conversation // read this conversation's bulk window
+	rng  *span            // or re-read this range of stored messages
 }
 
 // runHistory is the conversations.history stream: head reads (a conversation's bulk
@@ -69,7 +69,7 @@ func (t *tick) nextHistory() (historyAction, error) {
 	// answers) forced heads alone would take every call and starve the rotation.
 	// The stalest forced head first (never read counts as stalest), so that every
 	// conversation gets its turn when only some can be read in a tick.
-	var forced *Conversation
+	var forced *rm.Conversation
 	var forcedAge time.Duration
 	for i := range heads {
 		if heads[i].forced && (forced == nil || heads[i].age > forcedAge) {
@@ -139,7 +139,7 @@ func (t *tick) headsWithinHalf() bool {
 
 // headCandidate is a conversation whose head may be read this tick.
 type headCandidate struct {
-	c      Conversation
+	c      rm.Conversation
 	age    time.Duration
 	forced bool
 	value  float64 // expected staleness fixed, message-seconds
@@ -152,7 +152,7 @@ func (t *tick) headBound(n int) time.Duration {
 	if b := t.p.cfg.Tracking.HeadMaxAge; b > 0 {
 		return b
 	}
-	return max(t.p.cfg.Interval, time.Duration(headShare*n)*t.p.cfg.spacing(MethodHistory))
+	return max(t.p.cfg.Interval, time.Duration(headShare*n)*t.p.cfg.spacing(rm.MethodHistory))
 }
 
 // headCandidates returns the eligible conversations whose head was not read this
@@ -163,7 +163,7 @@ func (t *tick) headCandidates() ([]headCandidate, error) {
 	now := t.now()
 	bound := t.headBound(len(ids))
 	var out []headCandidate
-	err := t.p.store.View(func(tx Tx) error {
+	err := t.p.store.View(func(tx rm.Tx) error {
 		for _, id := range ids {
 			t.mu.Lock()
 			done, rate := t.headDone[id], t.p.arrivals[id]
@@ -192,12 +192,12 @@ func (t *tick) headCandidates() ([]headCandidate, error) {
 		}
 		return nil
 	})
-	return out, StoreErr(err)
+	return out, rm.StoreErr(err)
 }
 
 // readHead reads one conversation's bulk window (a fresh walk, or the rest of one cut
 // short), then records the head read and the conversation's arrival rate.
-func (t *tick) readHead(c Conversation) error {
+func (t *tick) readHead(c rm.Conversation) error {
 	t.mu.Lock()
 	t.headDone[c.ID] = true
 	t.mu.Unlock()
@@ -219,7 +219,7 @@ func (t *tick) readHead(c Conversation) error {
 		t.p.arrivals[c.ID] = alpha*obs + (1-alpha)*t.p.arrivals[c.ID]
 		t.mu.Unlock()
 	}
-	if uerr := t.p.w.UpdateConversation(c.ID, func(c *Conversation) { c.HeadReadAt = &now }); uerr != nil {
+	if uerr := t.p.w.UpdateConversation(c.ID, func(c *rm.Conversation) { c.HeadReadAt = &now }); uerr != nil {
 		return uerr
 	}
 	return err
@@ -227,7 +227,7 @@ func (t *tick) readHead(c Conversation) error {
 
 // countHeadReads adds a head page's re-read tracked messages to the tick's throughput
 // and its new ones to fresh.
-func (t *tick) countHeadReads(out []Applied, fresh *int) {
+func (t *tick) countHeadReads(out []rm.Applied, fresh *int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for i := range out {
@@ -236,7 +236,7 @@ func (t *tick) countHeadReads(out []Applied, fresh *int) {
 			*fresh++
 		case out[i].IsTracked():
 			t.reads++
-			if t.watched[Ref{Channel: out[i].Channel, TS: out[i].TS}] {
+			if t.watched[rm.Ref{Channel: out[i].Channel, TS: out[i].TS}] {
 				t.watchedReads++
 			}
 		}
@@ -246,7 +246,7 @@ func (t *tick) countHeadReads(out []Applied, fresh *int) {
 // learnPageCap notes the server's page cap from a page cut short of the limit asked
 // with more to come (a non-Marketplace app gets 15 whatever it asks), and reports
 // whether this page taught it.
-func (t *tick) learnPageCap(asked int, page *Page) bool {
+func (t *tick) learnPageCap(asked int, page *rm.Page) bool {
 	n := len(page.Messages) + len(page.Skipped)
 	if page.NextCursor == "" || n == 0 || n >= asked {
 		return false
@@ -269,5 +269,5 @@ func (t *tick) pageSize() int {
 	if t.p.pageCap > 0 {
 		return t.p.pageCap
 	}
-	return HistoryPageLimit
+	return rm.HistoryPageLimit
 }

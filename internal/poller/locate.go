@@ -3,7 +3,7 @@ package poller
 import (
 	"errors"
 
-	. "github.com/slackpoll/slackpoll/internal/readmodel"
+	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 )
 
 // locate finds the thread of a tracked message that history did not return, with one
@@ -16,7 +16,7 @@ import (
 // missing_since; an answer with an undecodable message (the parent) is not, and leaves
 // the placeholder unread. Without a replies call left this tick the placeholder stays
 // unread, first in the tail next tick.
-func (t *tick) locate(ref Ref) error {
+func (t *tick) locate(ref rm.Ref) error {
 	if m, ok, err := t.message(ref); err != nil || !ok || m.LastPolledAt != nil {
 		// Read since it was queued (its parent's thread read, queued by the same
 		// range, stores it first) or gone: nothing to find, and no call to spend.
@@ -25,10 +25,10 @@ func (t *tick) locate(ref Ref) error {
 		t.mu.Unlock()
 		return err
 	}
-	var page Page
+	var page rm.Page
 	started := t.now()
 	err := t.do(t.replies, func() (err error) {
-		page, err = t.p.src.Replies(t.ctx, RepliesRequest{Channel: ref.Channel, TS: ref.TS, Limit: 1})
+		page, err = t.p.src.Replies(t.ctx, rm.RepliesRequest{Channel: ref.Channel, TS: ref.TS, Limit: 1})
 		return err
 	})
 	if errors.Is(err, errStreamStop) {
@@ -54,9 +54,9 @@ func (t *tick) locate(ref Ref) error {
 			return err
 		}
 		switch {
-		case CodeOf(err) == "thread_not_found":
+		case rm.CodeOf(err) == "thread_not_found":
 			return t.p.w.MarkGone(ref, t.now())
-		case ClassOf(err) == ClassConversation:
+		case rm.ClassOf(err) == rm.ClassConversation:
 			return t.conversationFailed(ref.Channel, err)
 		}
 		t.skip("%s/%s: finding its thread: %v", ref.Channel, ref.TS, err)
@@ -70,8 +70,8 @@ func (t *tick) locate(ref Ref) error {
 			return nil
 		}
 	}
-	t.vetPage(ref.Channel, &page, PageOther, "")
-	var self, parent *Message
+	t.vetPage(ref.Channel, &page, rm.PageOther, "")
+	var self, parent *rm.Message
 	for i := range page.Messages {
 		m := &page.Messages[i]
 		switch {
@@ -83,10 +83,10 @@ func (t *tick) locate(ref Ref) error {
 	}
 	if self != nil && !self.IsReply() {
 		// History should have returned it; replies did, and a read is a read.
-		_, err := t.applyReads([]Message{*self}, nil, started)
+		_, err := t.applyReads([]rm.Message{*self}, nil, started)
 		return err
 	}
-	var threadTS TS
+	var threadTS rm.TS
 	switch {
 	case self != nil:
 		threadTS = self.ThreadTS
@@ -110,7 +110,7 @@ func (t *tick) locate(ref Ref) error {
 
 // adoptReply writes what locate learned through the writer, then queues the parent's
 // thread when the store holds the parent read.
-func (t *tick) adoptReply(ref Ref, threadTS TS, self, parent *Message) error {
+func (t *tick) adoptReply(ref rm.Ref, threadTS rm.TS, self, parent *rm.Message) error {
 	written, thread, force, err := t.p.w.AdoptReply(ref, threadTS, self, parent, t.p.identity, t.now())
 	if err != nil {
 		return err

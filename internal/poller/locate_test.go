@@ -79,7 +79,7 @@ func TestTrackedReplyWaitsForARepliesCallNotMarkedMissing(t *testing.T) {
 	store := openStore(t)
 	clock := &fixedClock{t: epoch}
 	poller := func(b poller.Budget) *poller.Poller {
-		return poller.NewPoller(store, src, poller.PollerConfig{Conversations: []string{ch}, Budget: b, Now: clock.Now})
+		return poller.New(store, src, poller.Config{Conversations: []string{ch}, Budget: b, Now: clock.Now})
 	}
 	if err := rm.Track(store, ch, r2, ""); err != nil {
 		t.Fatal(err)
@@ -167,7 +167,7 @@ func TestLocateAnswerWithAnUndecodableParentIsNotAbsence(t *testing.T) {
 	faulty := &badParentOnLocate{stubSource: src, parent: parent, faulty: true}
 	store := openStore(t)
 	clock := &fixedClock{t: epoch}
-	p := poller.NewPoller(store, faulty, poller.PollerConfig{Conversations: []string{ch}, Budget: defaultBudget(), Now: clock.Now})
+	p := poller.New(store, faulty, poller.Config{Conversations: []string{ch}, Budget: defaultBudget(), Now: clock.Now})
 	if err := rm.Track(store, ch, r2, "ticket-9"); err != nil {
 		t.Fatal(err)
 	}
@@ -238,8 +238,8 @@ func TestAPlaceholderReadByItsThreadFirstIsNotLocated(t *testing.T) {
 	}
 	faulty := &badParentOnLocate{stubSource: src, parent: parent, faulty: true}
 	clock := &fixedClock{t: epoch}
-	p := poller.NewPoller(store, signalRange{faulty, func() { once.Do(func() { close(rangeRead) }) }},
-		poller.PollerConfig{Conversations: []string{ch}, Budget: defaultBudget(), Now: clock.Now})
+	p := poller.New(store, signalRange{faulty, func() { once.Do(func() { close(rangeRead) }) }},
+		poller.Config{Conversations: []string{ch}, Budget: defaultBudget(), Now: clock.Now})
 	mustTick(t, p)
 	var threadRead bool
 	for _, c := range src.callsOf(rm.MethodReplies) {
@@ -294,7 +294,7 @@ func TestAReplyWhoseParentCannotBeDecodedDoesNotTakeEveryTailCall(t *testing.T) 
 			t.Fatal(err)
 		}
 	}
-	p := poller.NewPoller(store, faulty, poller.PollerConfig{Conversations: []string{ch}, Now: clock.Now,
+	p := poller.New(store, faulty, poller.Config{Conversations: []string{ch}, Now: clock.Now,
 		Budget: poller.Budget{HistoryCalls: 1, RepliesCalls: 1, UsersInfoCalls: 10}})
 	for range 30 {
 		mustTick(t, p)

@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	. "github.com/slackpoll/slackpoll/internal/readmodel"
+	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 )
 
 // Budget holds the per-tick hard caps on calls, one per Slack method the streams of a
@@ -39,8 +39,8 @@ type TrackingPolicy struct {
 	WatchedShare float64
 }
 
-// PollerConfig configures a Poller. Zero values take the defaults of config/slackpoll.yaml.
-type PollerConfig struct {
+// Config configures a Poller. Zero values take the defaults of config/slackpoll.yaml.
+type Config struct {
 	// Conversations are the configured conversation IDs to poll.
 	Conversations []string
 	// Discover adds every conversation the bot is a member of (users.conversations),
@@ -71,15 +71,15 @@ type PollerConfig struct {
 	ClockSkew func() time.Duration
 	Logger    *slog.Logger
 	// OnTick, if set, is called with the summary of every finished tick (metrics).
-	OnTick func(TickSummary)
+	OnTick func(rm.TickSummary)
 	// Feed configures the change feed: backfill and the webhooks' subscriptions.
-	Feed FeedConfig
+	Feed rm.FeedConfig
 	// OnChanges, if set, is called with the last seq after each commit that appended
 	// changes to the feed, outside the transaction.
 	OnChanges func(last uint64)
 }
 
-func (c *PollerConfig) setDefaults() {
+func (c *Config) setDefaults() {
 	if c.Interval <= 0 {
 		c.Interval = time.Minute
 	}
@@ -98,7 +98,7 @@ func (c *PollerConfig) setDefaults() {
 	if c.Tracking.WatchedShare <= 0 || c.Tracking.WatchedShare > 1 {
 		c.Tracking.WatchedShare = 0.5
 	}
-	rates, _ := ProfileRates(ProfileNonMarketplace)
+	rates, _ := rm.ProfileRates(rm.ProfileNonMarketplace)
 	for m, r := range c.Rates {
 		if r > 0 {
 			rates[m] = r
@@ -117,7 +117,7 @@ func (c *PollerConfig) setDefaults() {
 }
 
 // spacing returns the least time between two calls of method at its configured rate.
-func (c *PollerConfig) spacing(method string) time.Duration {
+func (c *Config) spacing(method string) time.Duration {
 	return time.Duration(float64(time.Minute) / c.Rates[method])
 }
 
@@ -125,14 +125,14 @@ func (c *PollerConfig) spacing(method string) time.Duration {
 // replace-on-read contract (README: "Replace on read"). Tick is not safe for
 // concurrent use; within a tick, its per-method streams run concurrently.
 type Poller struct {
-	store Store
-	src   Source
+	store rm.Store
+	src   rm.Source
 	obs   *observedSource // src, recording the calls in flight for the progress log
-	w     *Writer
-	cfg   PollerConfig
+	w     *rm.Writer
+	cfg   Config
 	log   *slog.Logger
 
-	identity     *Identity
+	identity     *rm.Identity
 	pendingUsers map[string]struct{} // user IDs seen but not (freshly) resolved
 	lastDiscover time.Time
 	// pageCap is the most messages a history page was seen to hold when the server
@@ -150,13 +150,13 @@ type Poller struct {
 	// unlocated are never-read tracked messages a complete history read missed and
 	// that wait for a conversations.replies call to find their thread (locate): the
 	// history read is not repeated. Lost on restart, which costs one read again.
-	unlocated map[Ref]bool
+	unlocated map[rm.Ref]bool
 	// tickNo counts this process's ticks; tailBackoff holds tail entries whose last
 	// reads advanced nothing (undecodable, failing): skipped until tickNo reaches
 	// until, so that a message Slack keeps sending broken cannot take the tail's
 	// calls on every tick. Lost on restart, which costs one read again.
 	tickNo      int
-	tailBackoff map[Ref]backoff
+	tailBackoff map[rm.Ref]backoff
 	// carried are the thread syncs a tick queued but could not make (cap, soft
 	// deadline): the next tick starts with them rather than waiting for the parent's
 	// next read, a rotation away. Lost on restart, which costs that wait once.
@@ -164,7 +164,7 @@ type Poller struct {
 	// noReactions holds watched messages reactions.get answered message_not_found
 	// for: only history can tell a deleted message from a tombstone, so they rotate
 	// there. Lost on restart, which costs one reactions.get call each.
-	noReactions map[Ref]bool
+	noReactions map[rm.Ref]bool
 	// rangeResume holds, per conversation, the tail range whose read a tick's end
 	// cut between pages, and the cursor to go on from (see tick.readRange). Lost on
 	// restart, which costs that range's first pages once more.
@@ -194,14 +194,14 @@ func (p *Poller) SetConversations(ids []string) {
 
 // Running reports the tick under way, if one is. Safe for concurrent use with Tick
 // (the status report of the running daemon).
-func (p *Poller) Running() (TickRunning, bool) {
+func (p *Poller) Running() (rm.TickRunning, bool) {
 	t := p.current.Load()
 	if t == nil {
-		return TickRunning{}, false
+		return rm.TickRunning{}, false
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return TickRunning{Tick: t.no, Started: t.start, SoftDeadline: t.deadline, Calls: maps.Clone(t.sum.Calls)}, true
+	return rm.TickRunning{Tick: t.no, Started: t.start, SoftDeadline: t.deadline, Calls: maps.Clone(t.sum.Calls)}, true
 }
 
 // rangeCut is a tail range read up to cursor: the request to go on with, and the
@@ -209,10 +209,10 @@ func (p *Poller) Running() (TickRunning, bool) {
 // advanced some of them: compared with times taken when it goes on, they would look
 // stuck and back off).
 type rangeCut struct {
-	oldest, latest TS
+	oldest, latest rm.TS
 	limit          int
 	cursor         string
-	before         map[Ref]*time.Time
+	before         map[rm.Ref]*time.Time
 }
 
 // backoff is a tail entry's run of reads that advanced nothing.
@@ -220,15 +220,15 @@ type backoff struct {
 	fails, until int
 }
 
-// NewPoller returns a Poller writing to store and reading from src.
-func NewPoller(store Store, src Source, cfg PollerConfig) *Poller {
+// New returns a Poller writing to store and reading from src.
+func New(store rm.Store, src rm.Source, cfg Config) *Poller {
 	cfg.setDefaults()
 	obs := newObservedSource(src, cfg.Now)
 	return &Poller{
 		store: store, src: obs, obs: obs, cfg: cfg, log: cfg.Logger,
-		w:            NewWriter(store, WriterOptions{Feed: cfg.Feed, Now: cfg.Now, OnChanges: cfg.OnChanges}),
-		pendingUsers: map[string]struct{}{}, unlocated: map[Ref]bool{},
-		tailBackoff: map[Ref]backoff{}, rangeResume: map[string]rangeCut{}, arrivals: map[string]float64{}, noReactions: map[Ref]bool{},
+		w:            rm.NewWriter(store, rm.WriterOptions{Feed: cfg.Feed, Now: cfg.Now, OnChanges: cfg.OnChanges}),
+		pendingUsers: map[string]struct{}{}, unlocated: map[rm.Ref]bool{},
+		tailBackoff: map[rm.Ref]backoff{}, rangeResume: map[string]rangeCut{}, arrivals: map[string]float64{}, noReactions: map[rm.Ref]bool{},
 	}
 }
 
@@ -248,7 +248,7 @@ func (p *Poller) Run(ctx context.Context) error {
 			return nil
 		}
 		if err != nil {
-			if errors.Is(err, ErrTokenRejected) || errors.Is(err, ErrStore) {
+			if errors.Is(err, ErrTokenRejected) || errors.Is(err, rm.ErrStore) {
 				return err
 			}
 			p.log.Warn("tick failed; retrying on the next tick", "err", err)
@@ -274,7 +274,7 @@ func (p *Poller) Run(ctx context.Context) error {
 // returns an error for a rejected token (wrapping ErrTokenRejected), a store failure, a
 // failed auth.test, or ctx cancellation (shutdown: nothing partial is written); budget
 // exhaustion, the soft deadline and per-conversation or per-item errors are not errors.
-func (p *Poller) Tick(ctx context.Context) (TickSummary, error) {
+func (p *Poller) Tick(ctx context.Context) (rm.TickSummary, error) {
 	p.tickNo++
 	if ids := p.reconfigured.Swap(nil); ids != nil {
 		p.cfg.Conversations = *ids
@@ -291,7 +291,7 @@ func (p *Poller) Tick(ctx context.Context) (TickSummary, error) {
 	sum := t.finish(err)
 	// An interrupted tick is a last tick too: status shows it stopped on shutdown.
 	if perr := p.w.PutLastTick(sum); perr != nil && err == nil {
-		err = StoreErr(perr)
+		err = rm.StoreErr(perr)
 	}
 	p.logSummary(sum, err)
 	p.logFirstSyncProgress(sum)
@@ -301,7 +301,7 @@ func (p *Poller) Tick(ctx context.Context) (TickSummary, error) {
 	return sum, err
 }
 
-func (p *Poller) logSummary(s TickSummary, err error) {
+func (p *Poller) logSummary(s rm.TickSummary, err error) {
 	var calls []any
 	for _, m := range slices.Sorted(maps.Keys(s.Calls)) {
 		calls = append(calls, slog.Int(m, s.Calls[m]))

@@ -114,7 +114,7 @@ func TestThreadFailingOnSecondPageWritesNothing(t *testing.T) {
 	failing := &secondCallFails{stubSource: src}
 	noTail := defaultBudget()
 	noTail.HistoryCalls = 1 // no second attempt through the tail in this tick
-	p := poller.NewPoller(store, failing, poller.PollerConfig{Conversations: []string{ch}, Budget: noTail, Now: clock.Now})
+	p := poller.New(store, failing, poller.Config{Conversations: []string{ch}, Budget: noTail, Now: clock.Now})
 	clock.Advance(time.Minute)
 	mustTick(t, p)
 	if failing.n < 2 {
@@ -154,7 +154,7 @@ func TestBudgetExhaustionMidThreadIsCleanStop(t *testing.T) {
 	clock := &fixedClock{t: epoch}
 	b := defaultBudget()
 	b.RepliesCalls = 1
-	p := poller.NewPoller(store, src, poller.PollerConfig{Conversations: []string{ch}, Budget: b, Now: clock.Now})
+	p := poller.New(store, src, poller.Config{Conversations: []string{ch}, Budget: b, Now: clock.Now})
 	sum, err := p.Tick(context.Background())
 	if err != nil {
 		t.Fatalf("budget stop returned error %v, want a clean stop", err)
@@ -241,13 +241,13 @@ func TestAbsenceNeverErases(t *testing.T) {
 	clock := &fixedClock{t: epoch}
 	bud := defaultBudget()
 	bud.ReactionsCalls = 0
-	p := poller.NewPoller(store, src, poller.PollerConfig{Conversations: []string{ch}, Budget: bud, Now: clock.Now})
+	p := poller.New(store, src, poller.Config{Conversations: []string{ch}, Budget: bud, Now: clock.Now})
 	mustTick(t, p)
 
 	src.remove(ch, b)
 	// A window cut short by the page cap proves nothing about b.
 	bud.HistoryCalls = 1
-	short := poller.NewPoller(store, src, poller.PollerConfig{Conversations: []string{ch}, Budget: bud, Now: clock.Now})
+	short := poller.New(store, src, poller.Config{Conversations: []string{ch}, Budget: bud, Now: clock.Now})
 	clock.Advance(time.Minute)
 	mustTick(t, short)
 	if m := getMsg(t, store, ch, b); m.MissingSince != nil || m.Text != "b" {
@@ -431,7 +431,7 @@ func TestThreadNotFoundEmptiesThreadAndMarksParentDeleted(t *testing.T) {
 	// it that re-reads the parent (Slack's history still shows it) and clears deleted.
 	b := defaultBudget()
 	b.HistoryCalls = 1
-	p := poller.NewPoller(store, src, poller.PollerConfig{Conversations: []string{ch}, Budget: b, Now: clock.Now})
+	p := poller.New(store, src, poller.Config{Conversations: []string{ch}, Budget: b, Now: clock.Now})
 	// Slack now says the thread is gone; history still shows a parent whose
 	// latest_reply moved (so a sync is attempted).
 	src.edit(ch, parent, func(m *rm.Message) { m.LatestReply = ts(850, 0) })
@@ -493,7 +493,7 @@ func TestTailRangesRotateLeastRecentlyReadFirst(t *testing.T) {
 	clock := &fixedClock{t: epoch}
 	b := defaultBudget()
 	b.HistoryCalls = 1
-	p := poller.NewPoller(store, src, poller.PollerConfig{Conversations: []string{ch}, Budget: b, Now: clock.Now})
+	p := poller.New(store, src, poller.Config{Conversations: []string{ch}, Budget: b, Now: clock.Now})
 	for _, x := range all {
 		if err := rm.Track(store, ch, x, ""); err != nil {
 			t.Fatal(err)
@@ -580,7 +580,7 @@ func TestUsersResolvedWithLabelsAndCap(t *testing.T) {
 	clock := &fixedClock{t: epoch}
 	b := defaultBudget()
 	b.UsersInfoCalls = 2
-	p := poller.NewPoller(store, src, poller.PollerConfig{Conversations: []string{ch}, Budget: b, Now: clock.Now})
+	p := poller.New(store, src, poller.Config{Conversations: []string{ch}, Budget: b, Now: clock.Now})
 	sum := mustTick(t, p)
 	if len(src.callsOf(rm.MethodUsersInfo)) != 2 || sum.UsersResolved != 2 {
 		t.Fatalf("users.info calls = %d resolved %d, want the cap of 2", len(src.callsOf(rm.MethodUsersInfo)), sum.UsersResolved)

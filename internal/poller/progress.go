@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	. "github.com/slackpoll/slackpoll/internal/readmodel"
+	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 )
 
 // ProgressEvery is the longest time a tick runs without a log line: at 1 request a
@@ -33,14 +33,14 @@ type inFlight struct {
 // observedSource is the poller's Source with a record of the call each method has in
 // flight, for the progress log. It changes nothing of the calls.
 type observedSource struct {
-	Source
+	rm.Source
 	now func() time.Time
 
 	mu      sync.Mutex
 	current map[string]inFlight
 }
 
-func newObservedSource(src Source, now func() time.Time) *observedSource {
+func newObservedSource(src rm.Source, now func() time.Time) *observedSource {
 	return &observedSource{Source: src, now: now, current: map[string]inFlight{}}
 }
 
@@ -62,17 +62,17 @@ func (s *observedSource) inFlight() map[string]inFlight {
 	return maps.Clone(s.current)
 }
 
-func (s *observedSource) AuthTest(ctx context.Context) (Identity, error) {
-	defer s.begin(MethodAuthTest, "the token")()
+func (s *observedSource) AuthTest(ctx context.Context) (rm.Identity, error) {
+	defer s.begin(rm.MethodAuthTest, "the token")()
 	return s.Source.AuthTest(ctx)
 }
 
-func (s *observedSource) ConversationInfo(ctx context.Context, channel string) (ConversationInfo, error) {
-	defer s.begin(MethodConversationInfo, channel)()
+func (s *observedSource) ConversationInfo(ctx context.Context, channel string) (rm.ConversationInfo, error) {
+	defer s.begin(rm.MethodConversationInfo, channel)()
 	return s.Source.ConversationInfo(ctx, channel)
 }
 
-func (s *observedSource) History(ctx context.Context, req HistoryRequest) (Page, error) {
+func (s *observedSource) History(ctx context.Context, req rm.HistoryRequest) (rm.Page, error) {
 	what := req.Channel
 	switch {
 	case req.Oldest != "" && req.Latest != "":
@@ -83,31 +83,31 @@ func (s *observedSource) History(ctx context.Context, req HistoryRequest) (Page,
 	if req.Cursor != "" {
 		what += ", a further page"
 	}
-	defer s.begin(MethodHistory, what)()
+	defer s.begin(rm.MethodHistory, what)()
 	return s.Source.History(ctx, req)
 }
 
-func (s *observedSource) Replies(ctx context.Context, req RepliesRequest) (Page, error) {
+func (s *observedSource) Replies(ctx context.Context, req rm.RepliesRequest) (rm.Page, error) {
 	what := "thread " + req.Channel + " " + string(req.TS)
 	if req.Cursor != "" {
 		what += ", a further page"
 	}
-	defer s.begin(MethodReplies, what)()
+	defer s.begin(rm.MethodReplies, what)()
 	return s.Source.Replies(ctx, req)
 }
 
-func (s *observedSource) UserInfo(ctx context.Context, id string) (User, error) {
-	defer s.begin(MethodUsersInfo, id)()
+func (s *observedSource) UserInfo(ctx context.Context, id string) (rm.User, error) {
+	defer s.begin(rm.MethodUsersInfo, id)()
 	return s.Source.UserInfo(ctx, id)
 }
 
-func (s *observedSource) ReactionsGet(ctx context.Context, ref Ref) (Message, error) {
-	defer s.begin(MethodReactionsGet, ref.Channel+" "+string(ref.TS))()
+func (s *observedSource) ReactionsGet(ctx context.Context, ref rm.Ref) (rm.Message, error) {
+	defer s.begin(rm.MethodReactionsGet, ref.Channel+" "+string(ref.TS))()
 	return s.Source.ReactionsGet(ctx, ref)
 }
 
-func (s *observedSource) MemberConversations(ctx context.Context, types []string, cursor string) ([]ConversationInfo, string, error) {
-	defer s.begin(MethodUsersConversations, "the bot's conversations")()
+func (s *observedSource) MemberConversations(ctx context.Context, types []string, cursor string) ([]rm.ConversationInfo, string, error) {
+	defer s.begin(rm.MethodUsersConversations, "the bot's conversations")()
 	return s.Source.MemberConversations(ctx, types, cursor)
 }
 
@@ -189,9 +189,9 @@ func (t *tick) progress() []any {
 // bot cannot read (not_in_channel, missing_scope, …) waits for the operator, not for
 // the first sync.
 func (p *Poller) unreadConversations() (unread, readable int, err error) {
-	err = p.store.View(func(tx Tx) error {
-		known := map[string]Conversation{}
-		if err := tx.Conversations(func(c Conversation) error {
+	err = p.store.View(func(tx rm.Tx) error {
+		known := map[string]rm.Conversation{}
+		if err := tx.Conversations(func(c rm.Conversation) error {
 			known[c.ID] = c
 			return nil
 		}); err != nil {
@@ -202,7 +202,7 @@ func (p *Poller) unreadConversations() (unread, readable int, err error) {
 			switch {
 			case !ok:
 				unread++
-			case c.Status != StatusOK && c.Status != StatusPending:
+			case c.Status != rm.StatusOK && c.Status != rm.StatusPending:
 				continue
 			case c.HeadReadAt == nil:
 				unread++
@@ -224,7 +224,7 @@ func (p *Poller) logFirstSync() {
 	if err != nil || never == 0 {
 		return
 	}
-	history, replies := p.cfg.Rates[MethodHistory], p.cfg.Rates[MethodReplies]
+	history, replies := p.cfg.Rates[rm.MethodHistory], p.cfg.Rates[rm.MethodReplies]
 	least := time.Duration(float64(never) / history * float64(time.Minute)).Round(time.Second)
 	p.log.Info("first sync: conversations never read",
 		"conversations", never,
@@ -251,7 +251,7 @@ func (f firstSync) left(rates map[string]float64) time.Duration {
 		}
 		return 0
 	}
-	return max(at(f.historyCalls, MethodHistory), at(f.repliesCalls, MethodReplies)).Round(time.Second)
+	return max(at(f.historyCalls, rm.MethodHistory), at(f.repliesCalls, rm.MethodReplies)).Round(time.Second)
 }
 
 func (f firstSync) done() bool { return f.unread == 0 && f.threadsUnread == 0 }
@@ -266,13 +266,13 @@ const firstSyncStallTicks = 3
 func (p *Poller) firstSyncState() (f firstSync, err error) {
 	page := p.pageCap
 	if page <= 0 {
-		page = HistoryPageLimit
+		page = rm.HistoryPageLimit
 	}
 	calls := func(n int) int { return max(1, (n+page-1)/page) }
-	counted := map[Ref]bool{}
-	err = p.store.View(func(tx Tx) error {
-		known := map[string]Conversation{}
-		if err := tx.Conversations(func(c Conversation) error {
+	counted := map[rm.Ref]bool{}
+	err = p.store.View(func(tx rm.Tx) error {
+		known := map[string]rm.Conversation{}
+		if err := tx.Conversations(func(c rm.Conversation) error {
 			known[c.ID] = c
 			return nil
 		}); err != nil {
@@ -282,7 +282,7 @@ func (p *Poller) firstSyncState() (f firstSync, err error) {
 		var walked []int // messages stored so far of each conversation not read whole
 		for _, id := range p.cfg.Conversations {
 			c, ok := known[id]
-			if ok && c.Status != StatusOK && c.Status != StatusPending {
+			if ok && c.Status != rm.StatusOK && c.Status != rm.StatusPending {
 				continue // waits for the operator, not for the first sync
 			}
 			f.readable++
@@ -293,7 +293,7 @@ func (p *Poller) firstSyncState() (f firstSync, err error) {
 				continue
 			}
 			var msgs, threadCalls int
-			if err := tx.Timeline(id, "", "", func(m Message) error {
+			if err := tx.Timeline(id, "", "", func(m rm.Message) error {
 				msgs++
 				if m.ReplyCount == 0 {
 					return nil
@@ -302,7 +302,7 @@ func (p *Poller) firstSyncState() (f firstSync, err error) {
 				// those never read are still to make.
 				threadCalls += calls(m.ReplyCount + 1)
 				if m.ReplyWatermark == "" {
-					counted[Ref{Channel: m.Channel, TS: m.TS}] = true
+					counted[rm.Ref{Channel: m.Channel, TS: m.TS}] = true
 					f.threadsUnread++
 					f.repliesCalls += calls(m.ReplyCount + 1)
 				}
@@ -350,7 +350,7 @@ func (p *Poller) firstSyncState() (f firstSync, err error) {
 // conversations or their threads were never read), how far it is and the least time
 // what is left takes at the configured rates; then once, when it is done, how long
 // it took.
-func (p *Poller) logFirstSyncProgress(sum TickSummary) {
+func (p *Poller) logFirstSyncProgress(sum rm.TickSummary) {
 	if p.firstSyncDone {
 		return
 	}

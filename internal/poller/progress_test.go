@@ -73,7 +73,7 @@ func TestLongTickLogsProgress(t *testing.T) {
 			}
 		}
 		var logs syncBuffer
-		p := poller.NewPoller(openStore(t), waitingStub{src, time.Now().Add(time.Minute)}, poller.PollerConfig{
+		p := poller.New(openStore(t), waitingStub{src, time.Now().Add(time.Minute)}, poller.Config{
 			Conversations: []string{"C1", "C2"}, Budget: defaultBudget(),
 			Rates:  map[string]float64{rm.MethodHistory: 1, rm.MethodReplies: 1},
 			Logger: slog.New(slog.NewJSONHandler(&logs, nil)),
@@ -133,7 +133,7 @@ func TestFirstSyncProgressAfterEachTick(t *testing.T) {
 	src.fail(rm.MethodConversationInfo, "C4", &rm.APIError{Method: rm.MethodConversationInfo, Code: "channel_not_found", Class: rm.ClassConversation}, -1)
 	var logs syncBuffer
 	clock := &fixedClock{t: epoch}
-	p := poller.NewPoller(openStore(t), src, poller.PollerConfig{
+	p := poller.New(openStore(t), src, poller.Config{
 		Conversations: []string{"C1", "C2", "C3", "C4"},
 		Budget:        poller.Budget{HistoryCalls: 1, RepliesCalls: 1, UsersInfoCalls: 5},
 		Now:           clock.Now, Logger: slog.New(slog.NewJSONHandler(&logs, nil)),
@@ -177,7 +177,7 @@ func TestFirstSyncEndsWhenOnlyUnreadableThreadsAreLeft(t *testing.T) {
 	}
 	var logs syncBuffer
 	clock := &fixedClock{t: epoch}
-	p := poller.NewPoller(store, src, poller.PollerConfig{
+	p := poller.New(store, src, poller.Config{
 		Conversations: []string{"C1"},
 		Budget:        poller.Budget{HistoryCalls: 5, RepliesCalls: 5, UsersInfoCalls: 5},
 		Now:           clock.Now, Logger: slog.New(slog.NewJSONHandler(&logs, nil)),

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	. "github.com/slackpoll/slackpoll/internal/readmodel"
+	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 )
 
 // span is a tail range: the stored timeline messages of one conversation from oldest
@@ -14,12 +14,12 @@ import (
 // conversations.history call (oldest, latest, inclusive, limit = the page size).
 type span struct {
 	ch             string
-	oldest, latest TS
-	anchor         Ref
+	oldest, latest rm.TS
+	anchor         rm.Ref
 	// refs are the stored timeline messages the range covers; dueRefs those of them
 	// the rotation wanted, the anchor among them.
-	refs    []Ref
-	dueRefs []Ref
+	refs    []rm.Ref
+	dueRefs []rm.Ref
 	value   float64 // the staleness it fixes: the due messages' ages, in seconds
 }
 
@@ -27,11 +27,11 @@ type span struct {
 // timeline message of an eligible conversation not read since the tick started (a
 // last read in the future means the clock was set back: due), not backing off, not
 // waiting for locate, not tried already this tick.
-func (t *tick) historyDue(m *Message) bool {
+func (t *tick) historyDue(m *rm.Message) bool {
 	if !m.IsTracked() || !m.InTimeline() {
 		return false
 	}
-	ref := Ref{Channel: m.Channel, TS: m.TS}
+	ref := rm.Ref{Channel: m.Channel, TS: m.TS}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !t.eligible[m.Channel] || t.tried[ref] || t.p.unlocated[ref] || t.p.tailBackoff[ref].until > t.p.tickNo {
@@ -41,7 +41,7 @@ func (t *tick) historyDue(m *Message) bool {
 }
 
 // age is how stale m is, for comparing ranges and heads.
-func (t *tick) age(m *Message, now time.Time) time.Duration {
+func (t *tick) age(m *rm.Message, now time.Time) time.Duration {
 	if m.LastPolledAt == nil || m.LastPolledAt.After(now) {
 		return neverAge
 	}
@@ -50,16 +50,16 @@ func (t *tick) age(m *Message, now time.Time) time.Duration {
 
 // pastHorizon reports whether the tracking policy retires m: not watched and older
 // than the horizon (by its ts, Slack's clock; now is Slack's time, tick.slackNow).
-func (t *tick) pastHorizon(m *Message, now time.Time) bool {
+func (t *tick) pastHorizon(m *rm.Message, now time.Time) bool {
 	h := t.p.cfg.Tracking.Horizon
-	if h <= 0 || t.isWatched(Ref{Channel: m.Channel, TS: m.TS}) {
+	if h <= 0 || t.isWatched(rm.Ref{Channel: m.Channel, TS: m.TS}) {
 		return false
 	}
 	sec, _, ok := m.TS.Parts()
 	return ok && now.Sub(time.Unix(int64(min(sec, 1<<62)), 0)) > h
 }
 
-func (t *tick) isWatched(ref Ref) bool {
+func (t *tick) isWatched(ref rm.Ref) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.watched[ref]
@@ -67,14 +67,14 @@ func (t *tick) isWatched(ref Ref) bool {
 
 // retirePastHorizon retires the messages of refs the tracking policy no longer
 // rotates: whatever read them, they leave the rotation from here.
-func (t *tick) retirePastHorizon(refs []Ref) error {
+func (t *tick) retirePastHorizon(refs []rm.Ref) error {
 	if t.p.cfg.Tracking.Horizon <= 0 {
 		return nil
 	}
 	now := t.slackNow() // ages of ts values are Slack's
-	var old []Ref
+	var old []rm.Ref
 	for _, r := range refs {
-		if t.pastHorizon(&Message{Channel: r.Channel, TS: r.TS}, now) {
+		if t.pastHorizon(&rm.Message{Channel: r.Channel, TS: r.TS}, now) {
 			old = append(old, r)
 		}
 	}
@@ -84,21 +84,21 @@ func (t *tick) retirePastHorizon(refs []Ref) error {
 // tailAnchor returns the tracked timeline message due for a history re-read whose own
 // read is the oldest. Entries past the tracking horizon met on the way are retired
 // (they leave the index).
-func (t *tick) tailAnchor() (Message, bool, error) {
+func (t *tick) tailAnchor() (rm.Message, bool, error) {
 	now := t.slackNow() // for the horizon: ages of ts values are Slack's
-	var retire []Ref
-	m, ok, err := t.stalestInTail(func(m *Message) bool {
+	var retire []rm.Ref
+	m, ok, err := t.stalestInTail(func(m *rm.Message) bool {
 		if !t.historyDue(m) {
 			return false
 		}
 		if t.pastHorizon(m, now) {
-			retire = append(retire, Ref{Channel: m.Channel, TS: m.TS})
+			retire = append(retire, rm.Ref{Channel: m.Channel, TS: m.TS})
 			return false
 		}
 		return true
-	}, func(m *Message) *time.Time { return m.LastPolledAt })
+	}, func(m *rm.Message) *time.Time { return m.LastPolledAt })
 	if err != nil {
-		return Message{}, false, err
+		return rm.Message{}, false, err
 	}
 	return m, ok, t.p.w.Retire(retire)
 }
@@ -117,16 +117,16 @@ func (t *tick) tailAnchor() (Message, bool, error) {
 // one comes first, they are looked for there (Tx.TailAfter now). A walk from the
 // start alone stopped long before them, and left them unread until the clock caught
 // up with their read times.
-func (t *tick) stalestInTail(take func(*Message) bool, readAt func(*Message) *time.Time) (Message, bool, error) {
+func (t *tick) stalestInTail(take func(*rm.Message) bool, readAt func(*rm.Message) *time.Time) (rm.Message, bool, error) {
 	now := t.now()
-	var best Message
+	var best rm.Message
 	var bestAt time.Time // zero: never read
 	var ok bool
-	future := func(e TailEntry) bool { return e.RotatedAt != nil && e.RotatedAt.After(now) }
-	err := t.p.store.View(func(tx Tx) error {
+	future := func(e rm.TailEntry) bool { return e.RotatedAt != nil && e.RotatedAt.After(now) }
+	err := t.p.store.View(func(tx rm.Tx) error {
 		var ierr error
 		// consider reads e's message and keeps it if it is the stalest so far.
-		consider := func(e TailEntry) {
+		consider := func(e rm.TailEntry) {
 			if !t.isEligible(e.Channel) {
 				return
 			}
@@ -146,7 +146,7 @@ func (t *tick) stalestInTail(take func(*Message) bool, readAt func(*Message) *ti
 				best, bestAt, ok = m, at, true
 			}
 		}
-		_, err := tx.TailOldest(1, func(e TailEntry) bool {
+		_, err := tx.TailOldest(1, func(e rm.TailEntry) bool {
 			if ierr != nil || future(e) || ok && (bestAt.IsZero() || e.RotatedAt != nil && !e.RotatedAt.Before(bestAt)) {
 				return false // nothing further on is older, or the future part: end the walk
 			}
@@ -156,7 +156,7 @@ func (t *tick) stalestInTail(take func(*Message) bool, readAt func(*Message) *ti
 		if err != nil || ierr != nil || ok && bestAt.IsZero() {
 			return cmp.Or(err, ierr)
 		}
-		_, err = tx.TailAfter(now, 1, func(e TailEntry) bool {
+		_, err = tx.TailAfter(now, 1, func(e rm.TailEntry) bool {
 			if ierr != nil || ok && bestAt.IsZero() {
 				return false // end the walk
 			}
@@ -165,30 +165,30 @@ func (t *tick) stalestInTail(take func(*Message) bool, readAt func(*Message) *ti
 		})
 		return cmp.Or(err, ierr)
 	})
-	return best, ok, StoreErr(err)
+	return best, ok, rm.StoreErr(err)
 }
 
 // watchedAnchor returns the least recently read watched timeline message due for a
 // history re-read.
-func (t *tick) watchedAnchor() (Message, bool, error) {
+func (t *tick) watchedAnchor() (rm.Message, bool, error) {
 	now := t.now()
-	return t.stalestOf(t.watched, t.historyDue, func(a, b *Message) bool { return t.age(a, now) > t.age(b, now) })
+	return t.stalestOf(t.watched, t.historyDue, func(a, b *rm.Message) bool { return t.age(a, now) > t.age(b, now) })
 }
 
 // stalestOf reads the messages of set (a map of the tick's, guarded by mu) and returns
 // the one take accepts that ranks first by older; ties go to the first by channel and
 // ts, whatever the map order.
-func (t *tick) stalestOf(set map[Ref]bool, take func(*Message) bool, older func(a, b *Message) bool) (Message, bool, error) {
+func (t *tick) stalestOf(set map[rm.Ref]bool, take func(*rm.Message) bool, older func(a, b *rm.Message) bool) (rm.Message, bool, error) {
 	t.mu.Lock()
-	refs := make([]Ref, 0, len(set))
+	refs := make([]rm.Ref, 0, len(set))
 	for r := range set {
 		refs = append(refs, r)
 	}
 	t.mu.Unlock()
 	sortRefs(refs)
-	var best Message
+	var best rm.Message
 	var ok bool
-	err := t.p.store.View(func(tx Tx) error {
+	err := t.p.store.View(func(tx rm.Tx) error {
 		for _, r := range refs {
 			m, has, err := tx.Message(r.Channel, r.TS)
 			if err != nil {
@@ -200,7 +200,7 @@ func (t *tick) stalestOf(set map[Ref]bool, take func(*Message) bool, older func(
 		}
 		return nil
 	})
-	return best, ok, StoreErr(err)
+	return best, ok, rm.StoreErr(err)
 }
 
 // pickRange chooses the tail range that contains anchor: the anchor's tile, the page
@@ -212,11 +212,11 @@ func (t *tick) stalestOf(set map[Ref]bool, take func(*Message) bool, older func(
 // refreshing parents, head reads, watched ranges) refreshed parts of it meanwhile.
 // Ranges cut by read times drifted after such refreshes and overlapped their
 // neighbours, an extra call per rotation.
-func (t *tick) pickRange(anchor Message, watchedFirst bool) (span, error) {
+func (t *tick) pickRange(anchor rm.Message, watchedFirst bool) (span, error) {
 	p := t.pageSize()
-	var tile Tile
-	var near []Message
-	err := t.p.store.View(func(tx Tx) error {
+	var tile rm.Tile
+	var near []rm.Message
+	err := t.p.store.View(func(tx rm.Tx) error {
 		var err error
 		if tile, err = tx.TimelineTile(anchor.Channel, anchor.TS, p); err != nil || !watchedFirst {
 			return err
@@ -225,15 +225,15 @@ func (t *tick) pickRange(anchor Message, watchedFirst bool) (span, error) {
 		return err
 	})
 	if err != nil {
-		return span{}, StoreErr(err)
+		return span{}, rm.StoreErr(err)
 	}
 	list := tile.Messages
 	// The tile's bounds, not its first and last decodable messages: a stored record
 	// that cannot be decoded at its edge is read again with it.
 	oldest, latest := tile.Oldest, tile.Latest
-	if !slices.ContainsFunc(list, func(m Message) bool { return m.TS == anchor.TS }) {
+	if !slices.ContainsFunc(list, func(m rm.Message) bool { return m.TS == anchor.TS }) {
 		// Not in the timeline (a placeholder is), or undecodable: read it alone.
-		list = []Message{anchor}
+		list = []rm.Message{anchor}
 		oldest, latest = anchor.TS, anchor.TS
 	} else if watchedFirst {
 		if w, v := t.mostWatched(near, anchor.TS, p); v > sum(t.watchedValues(list, anchor.TS)) {
@@ -242,12 +242,12 @@ func (t *tick) pickRange(anchor Message, watchedFirst bool) (span, error) {
 		}
 	}
 	now := t.now()
-	sp := span{ch: anchor.Channel, oldest: oldest, latest: latest, anchor: Ref{Channel: anchor.Channel, TS: anchor.TS}}
+	sp := span{ch: anchor.Channel, oldest: oldest, latest: latest, anchor: rm.Ref{Channel: anchor.Channel, TS: anchor.TS}}
 	for i := range list {
 		m := &list[i]
-		sp.refs = append(sp.refs, Ref{Channel: m.Channel, TS: m.TS})
+		sp.refs = append(sp.refs, rm.Ref{Channel: m.Channel, TS: m.TS})
 		if m.TS == anchor.TS || t.historyDue(m) {
-			sp.dueRefs = append(sp.dueRefs, Ref{Channel: m.Channel, TS: m.TS})
+			sp.dueRefs = append(sp.dueRefs, rm.Ref{Channel: m.Channel, TS: m.TS})
 			sp.value += t.age(m, now).Seconds()
 		}
 	}
@@ -256,7 +256,7 @@ func (t *tick) pickRange(anchor Message, watchedFirst bool) (span, error) {
 
 // around returns the stored timeline messages within n of anchor either way, and the
 // anchor, ascending by ts.
-func (t *tick) around(tx Tx, anchor Message, n int) ([]Message, error) {
+func (t *tick) around(tx rm.Tx, anchor rm.Message, n int) ([]rm.Message, error) {
 	list, err := tx.TimelineBefore(anchor.Channel, anchor.TS, n)
 	if err != nil {
 		return nil, err
@@ -264,12 +264,12 @@ func (t *tick) around(tx Tx, anchor Message, n int) ([]Message, error) {
 	slices.Reverse(list)
 	list = append(list, anchor)
 	after := 0
-	err = tx.Timeline(anchor.Channel, anchor.TS, "", func(m Message) error {
+	err = tx.Timeline(anchor.Channel, anchor.TS, "", func(m rm.Message) error {
 		if m.TS == anchor.TS {
 			return nil
 		}
 		if after++; after > n {
-			return ErrStopIteration
+			return rm.ErrStopIteration
 		}
 		list = append(list, m)
 		return nil
@@ -281,10 +281,10 @@ func (t *tick) around(tx Tx, anchor Message, n int) ([]Message, error) {
 // message ts that fixes the most watched staleness, the earliest of equals, and that
 // staleness. Each message's part is worked out once: the windows overlap, and with
 // a page of 999 a window-by-window look repeated it a million times a call.
-func (t *tick) mostWatched(list []Message, ts TS, p int) ([]Message, float64) {
-	a := slices.IndexFunc(list, func(m Message) bool { return m.TS == ts })
+func (t *tick) mostWatched(list []rm.Message, ts rm.TS, p int) ([]rm.Message, float64) {
+	a := slices.IndexFunc(list, func(m rm.Message) bool { return m.TS == ts })
 	vals := t.watchedValues(list, ts)
-	var best []Message
+	var best []rm.Message
 	most := -1.0
 	for i := max(0, a-p+1); i <= a; i++ {
 		end := min(i+p, len(list))
@@ -301,12 +301,12 @@ func (t *tick) mostWatched(list []Message, ts TS, p int) ([]Message, float64) {
 // messages instead made a window over the part of a cluster read a tick ago as good
 // as one reaching the rest, the earliest of equals won, and a cluster of two pages
 // was read one new message a call.
-func (t *tick) watchedValues(msgs []Message, anchor TS) []float64 {
+func (t *tick) watchedValues(msgs []rm.Message, anchor rm.TS) []float64 {
 	now := t.now()
 	vals := make([]float64, len(msgs))
 	for i := range msgs {
 		m := &msgs[i]
-		if t.isWatched(Ref{Channel: m.Channel, TS: m.TS}) && (m.TS == anchor || t.historyDue(m)) {
+		if t.isWatched(rm.Ref{Channel: m.Channel, TS: m.TS}) && (m.TS == anchor || t.historyDue(m)) {
 			vals[i] = t.age(m, now).Seconds()
 		}
 	}
@@ -337,8 +337,8 @@ func (t *tick) readRange(sp *span) error {
 	if err != nil {
 		return err
 	}
-	req := HistoryRequest{Channel: sp.ch, Oldest: sp.oldest, Latest: sp.latest, Inclusive: true, Limit: t.pageSize()}
-	seen := map[TS]bool{}
+	req := rm.HistoryRequest{Channel: sp.ch, Oldest: sp.oldest, Latest: sp.latest, Inclusive: true, Limit: t.pageSize()}
+	seen := map[rm.TS]bool{}
 	provable, complete, learned := true, false, false
 	t.mu.Lock()
 	cut, resumed := t.p.rangeResume[sp.ch]
@@ -355,7 +355,7 @@ func (t *tick) readRange(sp *span) error {
 		}
 	}
 	for {
-		var page Page
+		var page rm.Page
 		started := t.now()
 		err := t.do(t.history, func() (err error) {
 			page, err = t.p.src.History(t.ctx, req)
@@ -377,7 +377,7 @@ func (t *tick) readRange(sp *span) error {
 				t.countRange(sp, seen, false)
 				return err
 			}
-			if ClassOf(err) == ClassConversation {
+			if rm.ClassOf(err) == rm.ClassConversation {
 				return t.conversationFailed(sp.ch, err)
 			}
 			t.skip("%s: re-reading %s to %s: %v", sp.ch, sp.oldest, sp.latest, err)
@@ -388,7 +388,7 @@ func (t *tick) readRange(sp *span) error {
 		t.mu.Unlock()
 		started = t.readAt(started, &page)
 		learned = t.learnPageCap(req.Limit, &page)
-		t.vetPage(sp.ch, &page, PageHistory, "")
+		t.vetPage(sp.ch, &page, rm.PageHistory, "")
 		for _, s := range page.Skipped {
 			if s.TS == "" {
 				provable = false
@@ -437,7 +437,7 @@ func (t *tick) readRange(sp *span) error {
 
 // inSpan keeps the messages of a page inside the range: Slack honours oldest and
 // latest, but a message outside them would be a read the range did not ask for.
-func inSpan(msgs []Message, sp *span) []Message {
+func inSpan(msgs []rm.Message, sp *span) []rm.Message {
 	out := msgs[:0:0]
 	for _, m := range msgs {
 		if m.Channel == sp.ch && !m.TS.Before(sp.oldest) && !sp.latest.Before(m.TS) {
@@ -448,7 +448,7 @@ func inSpan(msgs []Message, sp *span) []Message {
 }
 
 // countRange adds the tracked messages a range re-read to the tick's throughput.
-func (t *tick) countRange(sp *span, seen map[TS]bool, complete bool) {
+func (t *tick) countRange(sp *span, seen map[rm.TS]bool, complete bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, r := range sp.refs {
@@ -463,22 +463,22 @@ func (t *tick) countRange(sp *span, seen map[TS]bool, complete bool) {
 }
 
 // message reads the stored message ref in a read transaction of its own.
-func (t *tick) message(ref Ref) (Message, bool, error) {
-	var m Message
+func (t *tick) message(ref rm.Ref) (rm.Message, bool, error) {
+	var m rm.Message
 	var ok bool
-	err := t.p.store.View(func(tx Tx) error {
+	err := t.p.store.View(func(tx rm.Tx) error {
 		var err error
 		m, ok, err = tx.Message(ref.Channel, ref.TS)
 		return err
 	})
-	return m, ok, StoreErr(err)
+	return m, ok, rm.StoreErr(err)
 }
 
 // readTimes returns the stored last_polled_at of each of refs (nil: never read, or
 // not stored).
-func (t *tick) readTimes(refs []Ref) (map[Ref]*time.Time, error) {
-	out := make(map[Ref]*time.Time, len(refs))
-	err := t.p.store.View(func(tx Tx) error {
+func (t *tick) readTimes(refs []rm.Ref) (map[rm.Ref]*time.Time, error) {
+	out := make(map[rm.Ref]*time.Time, len(refs))
+	err := t.p.store.View(func(tx rm.Tx) error {
 		for _, r := range refs {
 			m, _, err := tx.Message(r.Channel, r.TS)
 			if err != nil {
@@ -488,7 +488,7 @@ func (t *tick) readTimes(refs []Ref) (map[Ref]*time.Time, error) {
 		}
 		return nil
 	})
-	return out, StoreErr(err)
+	return out, rm.StoreErr(err)
 }
 
 // noteProgress backs off each tail entry of a range read (before: their last_polled_at
@@ -498,9 +498,9 @@ func (t *tick) readTimes(refs []Ref) (map[Ref]*time.Time, error) {
 // backoff. All of the range's due entries are noted, not its anchor alone: after a
 // failed read each of them, the stalest in turn, anchored the same range again, as
 // many calls in a tick as the tile has messages.
-func (t *tick) noteProgress(before map[Ref]*time.Time) error {
-	now := map[Ref]Message{}
-	err := t.p.store.View(func(tx Tx) error {
+func (t *tick) noteProgress(before map[rm.Ref]*time.Time) error {
+	now := map[rm.Ref]rm.Message{}
+	err := t.p.store.View(func(tx rm.Tx) error {
 		for r := range before {
 			m, ok, err := tx.Message(r.Channel, r.TS)
 			if err != nil {
@@ -513,7 +513,7 @@ func (t *tick) noteProgress(before map[Ref]*time.Time) error {
 		return nil
 	})
 	if err != nil {
-		return StoreErr(err)
+		return rm.StoreErr(err)
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -535,7 +535,7 @@ func (t *tick) noteProgress(before map[Ref]*time.Time) error {
 
 // backOffLocked lengthens ref's run of tail reads that advanced nothing: it is
 // skipped for 2, 4, … up to 64 ticks. t.mu must be held.
-func (t *tick) backOffLocked(ref Ref) {
+func (t *tick) backOffLocked(ref rm.Ref) {
 	b := t.p.tailBackoff[ref]
 	b.fails++
 	b.until = t.p.tickNo + 1<<min(b.fails, 6)

@@ -30,7 +30,7 @@ func tiledStore(t *testing.T, parents ...int) (*stubSource, rm.Store, *fixedCloc
 	}
 	store := openStore(t)
 	clock := &fixedClock{t: epoch}
-	first := poller.NewPoller(store, src, poller.PollerConfig{Conversations: []string{ch}, Now: clock.Now,
+	first := poller.New(store, src, poller.Config{Conversations: []string{ch}, Now: clock.Now,
 		BulkWindow: 1000 * time.Hour, Budget: poller.Budget{HistoryCalls: 100, RepliesCalls: 100, UsersInfoCalls: 10}})
 	mustTick(t, first)
 	clock.Advance(time.Minute)
@@ -60,7 +60,7 @@ func TestTailRangesKeepToTheirTilesWhenThreadReadsRefreshParents(t *testing.T) {
 	for k := range 3 {
 		tiles[string(tss[15*k])+".."+string(tss[15*k+14])] = true
 	}
-	p := poller.NewPoller(store, src, poller.PollerConfig{Conversations: []string{ch}, Now: clock.Now,
+	p := poller.New(store, src, poller.Config{Conversations: []string{ch}, Now: clock.Now,
 		Budget: poller.Budget{HistoryCalls: 1, RepliesCalls: 1, UsersInfoCalls: 10}})
 	n := len(src.calls)
 	for range 40 {
@@ -89,7 +89,7 @@ func TestTailRangesKeepToTheirTilesWhenThreadReadsRefreshParents(t *testing.T) {
 // call and starved the others.
 func TestAParentWhoseThreadAloneIsStaleDoesNotTakeTheHistoryCalls(t *testing.T) {
 	src, store, clock, tss := tiledStore(t, 0)
-	p := poller.NewPoller(store, src, poller.PollerConfig{Conversations: []string{ch}, Now: clock.Now,
+	p := poller.New(store, src, poller.Config{Conversations: []string{ch}, Now: clock.Now,
 		Budget: poller.Budget{HistoryCalls: 1, RepliesCalls: 0, UsersInfoCalls: 10}})
 	n := len(src.calls)
 	for range 8 {
@@ -134,7 +134,7 @@ func (s pacedSource) Replies(ctx context.Context, req rm.RepliesRequest) (rm.Pag
 // the reported staleness a minute too high and a rotation looked a call longer.
 func TestMessagesAreReadAsOfWhenTheRequestWentOut(t *testing.T) {
 	src, store, clock, tss := tiledStore(t, 20)
-	p := poller.NewPoller(store, pacedSource{src, clock}, poller.PollerConfig{Conversations: []string{ch}, Now: clock.Now,
+	p := poller.New(store, pacedSource{src, clock}, poller.Config{Conversations: []string{ch}, Now: clock.Now,
 		Budget: poller.Budget{HistoryCalls: 2, RepliesCalls: 1, UsersInfoCalls: 10}})
 	before := map[rm.TS]rm.Message{}
 	for _, m := range tss {

@@ -5,13 +5,13 @@ import (
 	"slices"
 	"time"
 
-	. "github.com/slackpoll/slackpoll/internal/readmodel"
+	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 )
 
 // reactionsUsable reports whether the tick may call reactions.get: the token has
 // reactions:read (auth.test's X-OAuth-Scopes) and the budget allows it.
 func (t *tick) reactionsUsable() bool {
-	return t.p.identity != nil && slices.Contains(t.p.identity.Scopes, ScopeReactionsRead) && t.p.cfg.Budget.ReactionsCalls > 0
+	return t.p.identity != nil && slices.Contains(t.p.identity.Scopes, rm.ScopeReactionsRead) && t.p.cfg.Budget.ReactionsCalls > 0
 }
 
 // runReactions is the reactions.get stream: each watched message read before (top-level
@@ -26,7 +26,7 @@ func (t *tick) runReactions() error {
 		return err
 	}
 	for _, ref := range due {
-		var m Message
+		var m rm.Message
 		started := t.now()
 		err := t.do(t.reactions, func() (err error) {
 			m, err = t.p.src.ReactionsGet(t.ctx, ref)
@@ -40,14 +40,14 @@ func (t *tick) runReactions() error {
 				return err
 			}
 			switch {
-			case CodeOf(err) == "message_not_found":
+			case rm.CodeOf(err) == "message_not_found":
 				// Not proof of absence: a deleted parent whose replies live on is a
 				// tombstone in conversations.history, and reactions.get does not know
 				// it. A history read decides (rule 4); reactions.get leaves it alone.
 				t.mu.Lock()
 				t.p.noReactions[ref] = true
 				t.mu.Unlock()
-			case ClassOf(err) == ClassConversation:
+			case rm.ClassOf(err) == rm.ClassConversation:
 				if err := t.conversationFailed(ref.Channel, err); err != nil {
 					return err
 				}
@@ -64,7 +64,7 @@ func (t *tick) runReactions() error {
 		if err := t.vetReactionsGet(&m); err != nil {
 			return err
 		}
-		if _, err := t.applyReads([]Message{m}, nil, started); err != nil {
+		if _, err := t.applyReads([]rm.Message{m}, nil, started); err != nil {
 			return err
 		}
 		t.mu.Lock()
@@ -79,9 +79,9 @@ func (t *tick) runReactions() error {
 // reactionsDue lists the watched messages to refresh: read before, of an eligible
 // conversation, not read since the tick started (or read "in the future": the clock
 // was set back), least recently read first.
-func (t *tick) reactionsDue() ([]Ref, error) {
+func (t *tick) reactionsDue() ([]rm.Ref, error) {
 	t.mu.Lock()
-	refs := make([]Ref, 0, len(t.watched))
+	refs := make([]rm.Ref, 0, len(t.watched))
 	for r := range t.watched {
 		if t.eligible[r.Channel] && !t.p.noReactions[r] {
 			refs = append(refs, r)
@@ -90,12 +90,12 @@ func (t *tick) reactionsDue() ([]Ref, error) {
 	t.mu.Unlock()
 	sortRefs(refs)
 	type item struct {
-		ref  Ref
+		ref  rm.Ref
 		read time.Time
 	}
 	var items []item
 	now := t.now()
-	err := t.p.store.View(func(tx Tx) error {
+	err := t.p.store.View(func(tx rm.Tx) error {
 		for _, r := range refs {
 			m, ok, err := tx.Message(r.Channel, r.TS)
 			if err != nil {
@@ -114,10 +114,10 @@ func (t *tick) reactionsDue() ([]Ref, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, StoreErr(err)
+		return nil, rm.StoreErr(err)
 	}
 	slices.SortStableFunc(items, func(a, b item) int { return a.read.Compare(b.read) })
-	out := make([]Ref, len(items))
+	out := make([]rm.Ref, len(items))
 	for i := range items {
 		out[i] = items[i].ref
 	}

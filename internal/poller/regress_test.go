@@ -55,7 +55,7 @@ func TestMessageUndecodableDuringAWalkIsReadByTheTail(t *testing.T) {
 	clock := &fixedClock{t: epoch}
 	b := defaultBudget()
 	b.HistoryCalls = 2 // tail on: a tracked message would be re-read
-	p := poller.NewPoller(store, wrap, poller.PollerConfig{Conversations: []string{ch}, Budget: b, Now: clock.Now})
+	p := poller.New(store, wrap, poller.Config{Conversations: []string{ch}, Budget: b, Now: clock.Now})
 	for range 12 {
 		mustTick(t, p)
 		clock.Advance(time.Minute)
@@ -166,7 +166,7 @@ func TestUnlocatedReplyIsNotReadFromHistoryAgain(t *testing.T) {
 	clock := &fixedClock{t: epoch}
 	b := defaultBudget()
 	b.RepliesCalls = 0
-	p := poller.NewPoller(store, src, poller.PollerConfig{Conversations: []string{ch}, Budget: b, Now: clock.Now})
+	p := poller.New(store, src, poller.Config{Conversations: []string{ch}, Budget: b, Now: clock.Now})
 	if err := rm.Track(store, ch, r2, "ticket-7"); err != nil {
 		t.Fatal(err)
 	}
@@ -199,13 +199,13 @@ func TestDeletedTrackedReplyKeepsItsRecord(t *testing.T) {
 	if err := rm.Track(store, ch, r2, "ticket-7"); err != nil {
 		t.Fatal(err)
 	}
-	mustTick(t, poller.NewPoller(store, src, poller.PollerConfig{Conversations: []string{ch}, Budget: one, Now: clock.Now}))
+	mustTick(t, poller.New(store, src, poller.Config{Conversations: []string{ch}, Budget: one, Now: clock.Now}))
 	if m := getMsg(t, store, ch, r2); m.ThreadTS != parent {
 		t.Fatalf("setup: not located: %+v", m)
 	}
 	src.setThread(ch, parent, msg(ch, r1, "U2", "first reply")) // r2 deleted
 	clock.Advance(time.Minute)
-	mustTick(t, poller.NewPoller(store, src, poller.PollerConfig{Conversations: []string{ch}, Budget: defaultBudget(), Now: clock.Now}))
+	mustTick(t, poller.New(store, src, poller.Config{Conversations: []string{ch}, Budget: defaultBudget(), Now: clock.Now}))
 	var ref rm.Ref
 	var rok, mok bool
 	var m rm.Message

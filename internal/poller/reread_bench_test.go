@@ -24,7 +24,7 @@ func BenchmarkRereadPage(b *testing.B) {
 	}
 	store := openStore(b)
 	clock := &fixedClock{t: epoch}
-	p := poller.NewPoller(store, src, poller.PollerConfig{
+	p := poller.New(store, src, poller.Config{
 		Conversations: []string{ch}, Budget: poller.Budget{HistoryCalls: 1}, Now: clock.Now,
 	})
 	mustTick(b, p)

@@ -30,15 +30,15 @@ func TestAConversationWaitingAfterAnErrorIsReadAfterARestartOrARetry(t *testing.
 	src.fail(rm.MethodConversationInfo, "C1", missing, 1)
 	store := openStore(t)
 	clock := &fixedClock{t: epoch}
-	cfg := poller.PollerConfig{Conversations: []string{"C1"}, Budget: poller.Budget{HistoryCalls: 5, RepliesCalls: 5, UsersInfoCalls: 5}, Now: clock.Now}
-	if _, err := poller.NewPoller(store, src, cfg).Tick(t.Context()); err != nil {
+	cfg := poller.Config{Conversations: []string{"C1"}, Budget: poller.Budget{HistoryCalls: 5, RepliesCalls: 5, UsersInfoCalls: 5}, Now: clock.Now}
+	if _, err := poller.New(store, src, cfg).Tick(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if got := statusOf(t, store, "C1"); got != rm.StatusMissingScope {
 		t.Fatalf("status after the failing read = %q, want missing_scope", got)
 	}
 	clock.Advance(time.Minute)
-	restarted := poller.NewPoller(store, src, cfg) // the operator fixed the scope and restarted
+	restarted := poller.New(store, src, cfg) // the operator fixed the scope and restarted
 	if _, err := restarted.Tick(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func TestSetConversationsTakesEffectAtTheNextTick(t *testing.T) {
 	}
 	store := openStore(t)
 	clock := &fixedClock{t: epoch}
-	p := poller.NewPoller(store, src, poller.PollerConfig{Conversations: []string{"C1"}, Budget: poller.Budget{HistoryCalls: 5, RepliesCalls: 5, UsersInfoCalls: 5}, Now: clock.Now})
+	p := poller.New(store, src, poller.Config{Conversations: []string{"C1"}, Budget: poller.Budget{HistoryCalls: 5, RepliesCalls: 5, UsersInfoCalls: 5}, Now: clock.Now})
 	if _, err := p.Tick(t.Context()); err != nil {
 		t.Fatal(err)
 	}

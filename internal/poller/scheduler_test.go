@@ -22,13 +22,13 @@ func TestHeadReadCutBeforeItsCallIsNotRecorded(t *testing.T) {
 	clock := &fixedClock{t: epoch}
 	b := defaultBudget()
 	b.HistoryCalls = 0
-	p := poller.NewPoller(store, src, poller.PollerConfig{Conversations: []string{ch}, Budget: b, Now: clock.Now})
+	p := poller.New(store, src, poller.Config{Conversations: []string{ch}, Budget: b, Now: clock.Now})
 	mustTick(t, p)
 	if c := conversation(t, store); c.HeadReadAt != nil {
 		t.Fatalf("head_read_at = %v after a tick that made no history call, want none", c.HeadReadAt)
 	}
 	b.HistoryCalls = 1
-	p = poller.NewPoller(store, src, poller.PollerConfig{Conversations: []string{ch}, Budget: b, Now: clock.Now})
+	p = poller.New(store, src, poller.Config{Conversations: []string{ch}, Budget: b, Now: clock.Now})
 	mustTick(t, p)
 	if c := conversation(t, store); c.HeadReadAt == nil || !c.HeadReadAt.Equal(epoch) {
 		t.Fatalf("head_read_at = %v after a head read, want %v", c.HeadReadAt, epoch)
@@ -52,7 +52,7 @@ func TestQuietHeadIsReadAtTheBoundWhileTheTailIsBehind(t *testing.T) {
 	clock := &fixedClock{t: epoch}
 	b := defaultBudget()
 	b.HistoryCalls = 1
-	p := poller.NewPoller(store, src, poller.PollerConfig{Conversations: []string{ch}, Budget: b, Now: clock.Now,
+	p := poller.New(store, src, poller.Config{Conversations: []string{ch}, Budget: b, Now: clock.Now,
 		Tracking: poller.TrackingPolicy{HeadMaxAge: 5 * time.Minute}})
 	heads := 0
 	for range 20 {
@@ -102,8 +102,8 @@ func TestReactionsNotFoundLeavesTheMessageToHistory(t *testing.T) {
 	clock := &fixedClock{t: epoch}
 	answered := make(chan struct{})
 	var once sync.Once
-	p := poller.NewPoller(store, notFoundReactions{src, func() { once.Do(func() { close(answered) }) }},
-		poller.PollerConfig{Conversations: []string{ch}, Budget: defaultBudget(), Now: clock.Now})
+	p := poller.New(store, notFoundReactions{src, func() { once.Do(func() { close(answered) }) }},
+		poller.Config{Conversations: []string{ch}, Budget: defaultBudget(), Now: clock.Now})
 	if err := rm.Track(store, ch, parent, "ticket-1"); err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +155,7 @@ func TestNewThreadParentIsStoredWithItsReplies(t *testing.T) {
 		clock := &fixedClock{t: epoch}
 		b := defaultBudget()
 		b.RepliesCalls = replies
-		p := poller.NewPoller(store, src, poller.PollerConfig{Conversations: []string{ch}, Budget: b, Now: clock.Now})
+		p := poller.New(store, src, poller.Config{Conversations: []string{ch}, Budget: b, Now: clock.Now})
 		mustTick(t, p)
 		m := getMsg(t, store, ch, parent)
 		got := getReplies(t, store, ch, parent)
@@ -179,14 +179,14 @@ func TestHorizonRetiresAndALongerOneBringsBack(t *testing.T) {
 	store := openStore(t)
 	clock := &fixedClock{t: epoch}
 	// Stored by an earlier poller with no horizon, then one with a 7-day horizon.
-	p := poller.NewPoller(store, src, poller.PollerConfig{Conversations: []string{ch}, Budget: defaultBudget(), Now: clock.Now,
+	p := poller.New(store, src, poller.Config{Conversations: []string{ch}, Budget: defaultBudget(), Now: clock.Now,
 		BulkWindow: 30 * 24 * time.Hour})
 	mustTick(t, p)
 	if err := rm.Track(store, ch, watchedOld, "ticket-7"); err != nil {
 		t.Fatal(err)
 	}
 	clock.Advance(time.Minute)
-	p = poller.NewPoller(store, src, poller.PollerConfig{Conversations: []string{ch}, Budget: defaultBudget(), Now: clock.Now,
+	p = poller.New(store, src, poller.Config{Conversations: []string{ch}, Budget: defaultBudget(), Now: clock.Now,
 		Tracking: poller.TrackingPolicy{Horizon: 7 * 24 * time.Hour}})
 	mustTick(t, p)
 	if m := getMsg(t, store, ch, old); !m.Retired || m.Text != "old" {
@@ -199,7 +199,7 @@ func TestHorizonRetiresAndALongerOneBringsBack(t *testing.T) {
 		t.Fatal("export line of a retired message says tracked")
 	}
 	clock.Advance(time.Minute)
-	p = poller.NewPoller(store, src, poller.PollerConfig{Conversations: []string{ch}, Budget: defaultBudget(), Now: clock.Now})
+	p = poller.New(store, src, poller.Config{Conversations: []string{ch}, Budget: defaultBudget(), Now: clock.Now})
 	mustTick(t, p)
 	if m := getMsg(t, store, ch, old); m.Retired {
 		t.Fatalf("with no horizon the message stays retired: %+v", m)
@@ -239,7 +239,7 @@ func TestUndecodableNewReplyLeavesTheThreadNotReadWhole(t *testing.T) {
 	bad := &badReply{stubSource: src, bad: ts(500, 0)}
 	store := openStore(t)
 	clock := &fixedClock{t: epoch}
-	p := poller.NewPoller(store, bad, poller.PollerConfig{Conversations: []string{ch}, Budget: defaultBudget(), Now: clock.Now})
+	p := poller.New(store, bad, poller.Config{Conversations: []string{ch}, Budget: defaultBudget(), Now: clock.Now})
 	mustTick(t, p)
 	m := getMsg(t, store, ch, parent)
 	if got := getReplies(t, store, ch, parent); len(got) != 1 || m.ReplyWatermark == m.LatestReply {

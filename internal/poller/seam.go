@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	. "github.com/slackpoll/slackpoll/internal/readmodel"
+	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 )
 
 // stream is the calls of one Slack method within a tick: its cap, what it spent, and
@@ -45,7 +45,7 @@ func (t *tick) do(s *stream, call func() error) error {
 		t.mu.Unlock()
 		return errStreamStop
 	case t.now().After(t.deadline):
-		s.stop = StopDeadline
+		s.stop = rm.StopDeadline
 		t.mu.Unlock()
 		return errStreamStop
 	case s.left == 0:
@@ -66,7 +66,7 @@ func (t *tick) do(s *stream, call func() error) error {
 	if t.ctx.Err() != nil {
 		return errFatal{t.ctx.Err()}
 	}
-	if ClassOf(err) == ClassToken {
+	if rm.ClassOf(err) == rm.ClassToken {
 		return errFatal{fmt.Errorf("%w: %w (check slack.token / SLACK_BOT_TOKEN and that the app is still installed)", ErrTokenRejected, err)}
 	}
 	return err
@@ -77,7 +77,7 @@ func (t *tick) do(s *stream, call func() error) error {
 // non_marketplace rates), or started, the time before the call, when the source does
 // not say or its clock disagrees with ours (SentAt outside [started, now]). Never a
 // time after the request: a change made after it must look newer than the read.
-func (t *tick) readAt(started time.Time, page *Page) time.Time {
+func (t *tick) readAt(started time.Time, page *rm.Page) time.Time {
 	if s := page.SentAt; !s.IsZero() && !s.Before(started) && !s.After(t.now()) {
 		return s
 	}
@@ -87,7 +87,7 @@ func (t *tick) readAt(started time.Time, page *Page) time.Time {
 // ends reports whether err from do (or from a step built on it) ends the stream.
 func ends(err error) bool {
 	var f errFatal
-	return errors.Is(err, errStreamStop) || errors.As(err, &f) || errors.Is(err, ErrStore)
+	return errors.Is(err, errStreamStop) || errors.As(err, &f) || errors.Is(err, rm.ErrStore)
 }
 
 // spend notes a call made for a watched message.

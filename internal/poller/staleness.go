@@ -5,7 +5,7 @@ import (
 	"slices"
 	"time"
 
-	. "github.com/slackpoll/slackpoll/internal/readmodel"
+	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 )
 
 // rotationWindow is how many recent ticks the throughput is averaged over.
@@ -30,12 +30,12 @@ type rotationSample struct {
 func (t *tick) estimateStaleness() {
 	st := &t.sum.Staleness
 	now := t.sum.Finished
-	var counts ChannelCounts
+	var counts rm.ChannelCounts
 	var parents, replies int
 	var perConv []int
 	st.HeadAges = map[string]time.Duration{}
-	_ = t.p.store.View(func(tx Tx) error {
-		return tx.Conversations(func(c Conversation) error {
+	_ = t.p.store.View(func(tx rm.Tx) error {
+		return tx.Conversations(func(c rm.Conversation) error {
 			n, err := tx.Counts(c.ID)
 			counts.Messages += n.Messages
 			counts.Tracked += n.Tracked
@@ -84,7 +84,7 @@ func (t *tick) estimateStaleness() {
 	// neither figure yet leaves the period unknown (0).
 	page := t.p.pageCap
 	if page <= 0 {
-		page = HistoryPageLimit
+		page = rm.HistoryPageLimit
 	}
 	var pages int
 	for _, n := range perConv {
@@ -117,7 +117,7 @@ func (t *tick) estimateStaleness() {
 // above it, so a rotation is never reported closer to the limit than it is.
 func PhysicalLimit(rates map[string]float64, page int, perConv []int, parents, replies int) time.Duration {
 	if page <= 0 {
-		page = HistoryPageLimit
+		page = rm.HistoryPageLimit
 	}
 	calls := func(n int, method string) time.Duration {
 		r := rates[method]
@@ -130,13 +130,13 @@ func PhysicalLimit(rates map[string]float64, page int, perConv []int, parents, r
 	for _, n := range perConv {
 		pages += int(math.Ceil(float64(n) / float64(page)))
 	}
-	history := calls(pages, MethodHistory)
-	repl := calls(max(parents, (parents+replies+page-1)/page), MethodReplies)
+	history := calls(pages, rm.MethodHistory)
+	repl := calls(max(parents, (parents+replies+page-1)/page), rm.MethodReplies)
 	return max(history, repl).Round(time.Second)
 }
 
-func sortRefs(refs []Ref) {
-	slices.SortFunc(refs, func(a, b Ref) int {
+func sortRefs(refs []rm.Ref) {
+	slices.SortFunc(refs, func(a, b rm.Ref) int {
 		if a.Channel != b.Channel {
 			if a.Channel < b.Channel {
 				return -1
@@ -158,8 +158,8 @@ const lagScan = 10000
 func (t *tick) lag(now time.Time) time.Duration {
 	var oldest *time.Time
 	never := 0
-	_ = t.p.store.View(func(tx Tx) error {
-		_, err := tx.TailOldest(1, func(e TailEntry) bool {
+	_ = t.p.store.View(func(tx rm.Tx) error {
+		_, err := tx.TailOldest(1, func(e rm.TailEntry) bool {
 			if !t.eligible[e.Channel] || t.p.tailBackoff[e.Ref].until > t.p.tickNo || t.p.unlocated[e.Ref] {
 				return never < lagScan
 			}

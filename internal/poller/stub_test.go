@@ -363,7 +363,7 @@ func newPoller(t testing.TB, src rm.Source, convs ...string) (*poller.Poller, *b
 	t.Helper()
 	store := openStore(t)
 	clock := &fixedClock{t: epoch}
-	p := poller.NewPoller(store, src, poller.PollerConfig{
+	p := poller.New(store, src, poller.Config{
 		Conversations: convs, Budget: defaultBudget(), Now: clock.Now,
 	})
 	return p, store, clock

@@ -43,7 +43,7 @@ func TestUndecodableTrackedMessageDoesNotStarveTheTail(t *testing.T) {
 	clock := &fixedClock{t: epoch}
 	b := defaultBudget()
 	b.HistoryCalls = 1
-	p := poller.NewPoller(store, bad, poller.PollerConfig{Conversations: []string{ch}, Budget: b, Now: clock.Now})
+	p := poller.New(store, bad, poller.Config{Conversations: []string{ch}, Budget: b, Now: clock.Now})
 	for _, ts := range old {
 		if err := rm.Track(store, ch, ts, ""); err != nil {
 			t.Fatal(err)
@@ -84,7 +84,7 @@ func TestThreadQueuedByATailReadIsReadBeforeTheDeadline(t *testing.T) {
 	poller := func(calls int) *poller.Poller {
 		b := defaultBudget()
 		b.HistoryCalls = calls
-		return poller.NewPoller(store, src, poller.PollerConfig{Conversations: []string{ch}, Budget: b, Now: clock.Now,
+		return poller.New(store, src, poller.Config{Conversations: []string{ch}, Budget: b, Now: clock.Now,
 			Tracking: poller.TrackingPolicy{HeadMaxAge: time.Minute}})
 	}
 	for _, ts := range []rm.TS{parent, other} {

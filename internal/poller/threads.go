@@ -4,7 +4,7 @@ import (
 	"errors"
 	"time"
 
-	. "github.com/slackpoll/slackpoll/internal/readmodel"
+	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 )
 
 // runReplies is the conversations.replies stream: threads whose latest_reply a read saw
@@ -76,16 +76,16 @@ func (t *tick) nextReplies() (func() error, bool, error) {
 	return t.threadJob(m), true, nil
 }
 
-func (t *tick) threadJob(m Message) func() error {
+func (t *tick) threadJob(m rm.Message) func() error {
 	t.mu.Lock()
-	t.triedThreads[Ref{Channel: m.Channel, TS: m.TS}] = true
+	t.triedThreads[rm.Ref{Channel: m.Channel, TS: m.TS}] = true
 	t.mu.Unlock()
 	return func() error {
-		err := t.readThread(threadCandidate{Ref: Ref{Channel: m.Channel, TS: m.TS}, latestReply: m.LatestReply})
+		err := t.readThread(threadCandidate{Ref: rm.Ref{Channel: m.Channel, TS: m.TS}, latestReply: m.LatestReply})
 		if err == nil {
 			t.mu.Lock()
 			t.threadReads++
-			if t.watchedThreads[Ref{Channel: m.Channel, TS: m.TS}] {
+			if t.watchedThreads[rm.Ref{Channel: m.Channel, TS: m.TS}] {
 				t.watchedReads++
 			}
 			t.mu.Unlock()
@@ -97,11 +97,11 @@ func (t *tick) threadJob(m Message) func() error {
 // threadDue reports whether m's thread is due for a rotation read this tick: a tracked
 // parent whose thread exists, of an eligible conversation, whose thread was not read
 // since the tick started (a read time in the future counts as due), not picked yet.
-func (t *tick) threadDue(m *Message) bool {
+func (t *tick) threadDue(m *rm.Message) bool {
 	if !m.IsParent() || m.ThreadGone || !m.IsTracked() || m.LastPolledAt == nil {
 		return false
 	}
-	ref := Ref{Channel: m.Channel, TS: m.TS}
+	ref := rm.Ref{Channel: m.Channel, TS: m.TS}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !t.eligible[m.Channel] || t.triedThreads[ref] || t.queued[ref] {
@@ -112,18 +112,18 @@ func (t *tick) threadDue(m *Message) bool {
 
 // rotationThread returns the tracked parent whose thread was read least recently and
 // is due.
-func (t *tick) rotationThread() (Message, bool, error) {
-	return t.stalestInTail(t.threadDue, func(m *Message) *time.Time { return m.ThreadSyncedAt })
+func (t *tick) rotationThread() (rm.Message, bool, error) {
+	return t.stalestInTail(t.threadDue, func(m *rm.Message) *time.Time { return m.ThreadSyncedAt })
 }
 
 // watchedThread returns the due thread, least recently read, of a watched parent or of
 // the parent of a watched reply.
-func (t *tick) watchedThread() (Message, bool, error) {
+func (t *tick) watchedThread() (rm.Message, bool, error) {
 	return t.stalestOf(t.watchedThreads, t.threadDue, threadOlder)
 }
 
 // threadOlder reports whether a's thread was read before b's (never first).
-func threadOlder(a, b *Message) bool {
+func threadOlder(a, b *rm.Message) bool {
 	switch {
 	case a.ThreadSyncedAt == nil:
 		return b.ThreadSyncedAt != nil
@@ -140,13 +140,13 @@ func threadOlder(a, b *Message) bool {
 // short or skipped (the reason is recorded), an error only to end the tick.
 func (t *tick) readThread(c threadCandidate) error {
 	parent, latestReply := c.Ref, c.latestReply
-	r := ThreadRead{Keep: map[TS]bool{}, ByTS: map[TS]int{}}
+	r := rm.ThreadRead{Keep: map[rm.TS]bool{}, ByTS: map[rm.TS]int{}}
 	cursor := ""
 	started := t.now()
 	for pages := 0; ; pages++ {
-		var page Page
+		var page rm.Page
 		err := t.do(t.replies, func() (err error) {
-			page, err = t.p.src.Replies(t.ctx, RepliesRequest{Channel: parent.Channel, TS: parent.TS, Limit: RepliesPageLimit, Cursor: cursor})
+			page, err = t.p.src.Replies(t.ctx, rm.RepliesRequest{Channel: parent.Channel, TS: parent.TS, Limit: rm.RepliesPageLimit, Cursor: cursor})
 			return err
 		})
 		if err != nil {
@@ -157,16 +157,16 @@ func (t *tick) readThread(c threadCandidate) error {
 				t.mu.Unlock()
 				return err
 			}
-			if kerr := t.keepFirst(c, started, ends(err) || ClassOf(err) == ClassTransient); kerr != nil {
+			if kerr := t.keepFirst(c, started, ends(err) || rm.ClassOf(err) == rm.ClassTransient); kerr != nil {
 				return kerr
 			}
 			if ends(err) {
 				return err // cut short: writes nothing of the thread
 			}
 			switch {
-			case CodeOf(err) == "thread_not_found":
+			case rm.CodeOf(err) == "thread_not_found":
 				return t.p.w.ThreadGone(parent, t.now())
-			case ClassOf(err) == ClassConversation:
+			case rm.ClassOf(err) == rm.ClassConversation:
 				return t.conversationFailed(parent.Channel, err)
 			}
 			t.skip("%s/%s thread: %v (nothing written)", parent.Channel, parent.TS, err)
@@ -179,7 +179,7 @@ func (t *tick) readThread(c threadCandidate) error {
 			// The thread is read as of its first page: later pages come later.
 			started = t.readAt(started, &page)
 		}
-		t.vetPage(parent.Channel, &page, PageThread, parent.TS)
+		t.vetPage(parent.Channel, &page, rm.PageThread, parent.TS)
 		for _, s := range page.Skipped {
 			if s.TS == "" || s.TS == parent.TS {
 				t.skip("%s/%s thread: undecodable message: %s (nothing written)", parent.Channel, parent.TS, s.Err)
@@ -237,7 +237,7 @@ func (t *tick) keepFirst(c threadCandidate, started time.Time, retry bool) error
 		t.mu.Unlock()
 		return nil
 	}
-	_, err := t.p.w.ApplyReads([]Message{*c.first}, t.p.identity, started)
+	_, err := t.p.w.ApplyReads([]rm.Message{*c.first}, t.p.identity, started)
 	return err
 }
 
@@ -247,7 +247,7 @@ const carryTries = 3
 
 // writeThread replaces a fully read thread through the writer, then notes the users
 // its messages name.
-func (t *tick) writeThread(parent Ref, latestReply TS, r *ThreadRead, started time.Time) error {
+func (t *tick) writeThread(parent rm.Ref, latestReply rm.TS, r *rm.ThreadRead, started time.Time) error {
 	written, err := t.p.w.WriteThread(parent, latestReply, r, t.p.identity, started)
 	if err != nil {
 		return err

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	. "github.com/slackpoll/slackpoll/internal/readmodel"
+	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 )
 
 // tick is the state of one pass. Its streams run concurrently: everything below mu is
@@ -27,7 +27,7 @@ type tick struct {
 
 	mu   sync.Mutex
 	cond *sync.Cond
-	sum  TickSummary
+	sum  rm.TickSummary
 	// Conversations that may be read this tick (not archived, not waiting on an error).
 	eligible map[string]bool
 	// headDone holds the conversations whose head was read this tick.
@@ -35,15 +35,15 @@ type tick struct {
 	// threadQueue holds the threads to sync because a read saw their latest_reply
 	// move (or stored replies only a thread read can confirm), oldest first.
 	threadQueue []threadCandidate
-	queued      map[Ref]bool
+	queued      map[rm.Ref]bool
 	// locateQueue holds never-read tracked messages a complete history read missed.
-	locateQueue []Ref
+	locateQueue []rm.Ref
 	// tried holds the tail entries a stream picked this tick, read or not: an entry
 	// whose read advanced nothing (undecodable, failing) is not picked again.
-	tried, triedThreads map[Ref]bool
+	tried, triedThreads map[rm.Ref]bool
 	// watched is the watched set as of the tick's start; watchedThreads the parents
 	// whose thread holds a watched message (a watched parent, or a watched reply's).
-	watched, watchedThreads map[Ref]bool
+	watched, watchedThreads map[rm.Ref]bool
 	// failedUsers are users whose users.info failed this tick: retried on a later tick.
 	failedUsers map[string]bool
 	// active counts the streams running and not waiting for work; waiting holds the
@@ -61,12 +61,12 @@ type tick struct {
 }
 
 type threadCandidate struct {
-	Ref
-	latestReply TS // the parent's latest_reply at the read that queued it
+	rm.Ref
+	latestReply rm.TS // the parent's latest_reply at the read that queued it
 	// first is the parent as a read saw it when the store did not hold it read: it
 	// is stored with its thread, in one transaction, so that a parent never stands
 	// without its replies (deferNewParents).
-	first *Message
+	first *rm.Message
 	// tries counts the thread reads of first that failed.
 	tries int
 }
@@ -77,18 +77,18 @@ func newTick(p *Poller, ctx context.Context) *tick {
 	t := &tick{
 		p: p, ctx: ctx, start: now, deadline: now.Add(p.cfg.SoftDeadline),
 		setup:          map[string]*stream{},
-		history:        &stream{method: MethodHistory, capName: "history_calls", left: b.HistoryCalls},
-		replies:        &stream{method: MethodReplies, capName: "replies_calls", left: b.RepliesCalls},
-		users:          &stream{method: MethodUsersInfo, capName: "users_info_calls", left: b.UsersInfoCalls},
-		reactions:      &stream{method: MethodReactionsGet, capName: "reactions_calls", left: b.ReactionsCalls},
-		sum:            TickSummary{Started: now, Calls: map[string]int{}},
+		history:        &stream{method: rm.MethodHistory, capName: "history_calls", left: b.HistoryCalls},
+		replies:        &stream{method: rm.MethodReplies, capName: "replies_calls", left: b.RepliesCalls},
+		users:          &stream{method: rm.MethodUsersInfo, capName: "users_info_calls", left: b.UsersInfoCalls},
+		reactions:      &stream{method: rm.MethodReactionsGet, capName: "reactions_calls", left: b.ReactionsCalls},
+		sum:            rm.TickSummary{Started: now, Calls: map[string]int{}},
 		eligible:       map[string]bool{},
 		headDone:       map[string]bool{},
-		queued:         map[Ref]bool{},
-		tried:          map[Ref]bool{},
-		triedThreads:   map[Ref]bool{},
-		watched:        map[Ref]bool{},
-		watchedThreads: map[Ref]bool{},
+		queued:         map[rm.Ref]bool{},
+		tried:          map[rm.Ref]bool{},
+		triedThreads:   map[rm.Ref]bool{},
+		watched:        map[rm.Ref]bool{},
+		watchedThreads: map[rm.Ref]bool{},
 		failedUsers:    map[string]bool{},
 	}
 	t.cond = sync.NewCond(&t.mu)
@@ -107,7 +107,7 @@ func (t *tick) now() time.Time { return t.p.cfg.Now() }
 // slackNow is Slack's time by our clock and the last measured skew, when the skew is
 // beyond ClockSkewTolerance; else our clock. It places the bulk window: with our clock
 // days ahead, a window ending at our now would start after Slack's newest message.
-func (t *tick) slackNow() time.Time { return SlackTime(t.now(), t.p.cfg.ClockSkew()) }
+func (t *tick) slackNow() time.Time { return rm.SlackTime(t.now(), t.p.cfg.ClockSkew()) }
 
 // setupStream returns the uncapped stream of a setup method.
 func (t *tick) setupStream(method string) *stream {
@@ -227,7 +227,7 @@ func (t *tick) otherHasWorkLocked(self *func() bool) bool {
 // wake tells waiting streams that work was queued; called with mu held.
 func (t *tick) wake() { t.cond.Broadcast() }
 
-func (t *tick) finish(err error) TickSummary {
+func (t *tick) finish(err error) rm.TickSummary {
 	t.sum.Finished = t.now()
 	t.p.carried = append(t.p.carried, t.threadQueue...)
 	why := "the soft deadline passed"
@@ -239,8 +239,8 @@ func (t *tick) finish(err error) TickSummary {
 	}
 	stop := ""
 	for _, s := range []*stream{t.history, t.replies, t.users, t.reactions} {
-		if s.stop == StopDeadline {
-			stop = StopDeadline
+		if s.stop == rm.StopDeadline {
+			stop = rm.StopDeadline
 			break
 		}
 		if stop == "" {
@@ -249,14 +249,14 @@ func (t *tick) finish(err error) TickSummary {
 	}
 	switch {
 	case err != nil && errors.Is(err, context.Canceled):
-		t.sum.StopReason = StopShutdown
+		t.sum.StopReason = rm.StopShutdown
 	case err != nil:
-		t.sum.StopReason = StopError
+		t.sum.StopReason = rm.StopError
 		t.sum.Errors = append(t.sum.Errors, err.Error())
 	case stop != "":
 		t.sum.StopReason = stop
 	default:
-		t.sum.StopReason = StopComplete
+		t.sum.StopReason = rm.StopComplete
 	}
 	t.estimateStaleness()
 	return t.sum

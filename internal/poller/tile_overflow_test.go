@@ -33,7 +33,7 @@ func TestATileThatNeedsTwoPagesDoesNotTakeEveryCall(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	p := poller.NewPoller(store, badSrc, poller.PollerConfig{Conversations: []string{ch}, Now: clock.Now,
+	p := poller.New(store, badSrc, poller.Config{Conversations: []string{ch}, Now: clock.Now,
 		Budget: poller.Budget{HistoryCalls: 1, RepliesCalls: 1, UsersInfoCalls: 10}})
 	for range 24 {
 		mustTick(t, p)

@@ -50,7 +50,7 @@ func TestUndecodableStoredMessageDoesNotStopTheTick(t *testing.T) {
 func TestUndecodableStoredMessageAtATileEdgeIsReadAgain(t *testing.T) {
 	for _, edge := range []int{15, 29} { // the first and the last of the middle tile
 		src, store, clock, tss := tiledStore(t)
-		p := poller.NewPoller(store, src, poller.PollerConfig{Conversations: []string{ch}, Now: clock.Now,
+		p := poller.New(store, src, poller.Config{Conversations: []string{ch}, Now: clock.Now,
 			Budget: poller.Budget{HistoryCalls: 1, RepliesCalls: 1, UsersInfoCalls: 10}})
 		mustTick(t, p) // learns the page cap
 		clock.Advance(time.Minute)

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"slices"
 
-	. "github.com/slackpoll/slackpoll/internal/readmodel"
+	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 )
 
 // runUsers is the users.info stream: it resolves the users that messages written by
@@ -52,7 +52,7 @@ func (t *tick) resolveUsers() error {
 	slices.Sort(ids)
 	now := t.now()
 	var due []string
-	err := t.p.store.View(func(tx Tx) error {
+	err := t.p.store.View(func(tx rm.Tx) error {
 		for _, id := range ids {
 			u, ok, err := tx.User(id)
 			if err != nil {
@@ -69,10 +69,10 @@ func (t *tick) resolveUsers() error {
 		return nil
 	})
 	if err != nil {
-		return StoreErr(err)
+		return rm.StoreErr(err)
 	}
 	for _, id := range due {
-		var u User
+		var u rm.User
 		err := t.do(t.users, func() (err error) {
 			u, err = t.p.src.UserInfo(t.ctx, id)
 			return err

@@ -1,14 +1,14 @@
 package poller
 
-import . "github.com/slackpoll/slackpoll/internal/readmodel"
+import rm "github.com/slackpoll/slackpoll/internal/readmodel"
 
 // vetPage settles a page read from Slack by VetMessages and flags what it settled (the
 // tick's errors and the log). thread is the thread's parent ts for a PageThread
 // page.
 //
 // Notes the Source made while decoding (Page.Notes) are flagged too.
-func (t *tick) vetPage(ch string, page *Page, kind PageKind, thread TS) {
-	notes := VetMessages(page, kind, thread)
+func (t *tick) vetPage(ch string, page *rm.Page, kind rm.PageKind, thread rm.TS) {
+	notes := rm.VetMessages(page, kind, thread)
 	for _, n := range append(page.Notes, notes...) {
 		t.flag("%s/%s: %s", ch, n.TS, n.Err)
 	}
@@ -25,14 +25,14 @@ func (t *tick) flag(format string, args ...any) {
 // as not a reply (a history read said so, see vetPage) that reactions.get returns
 // with another thread's thread_ts keeps the stored thread_ts, or every reactions.get
 // read would move it into that thread and the next history read back out.
-func (t *tick) vetReactionsGet(m *Message) error {
-	page := Page{Messages: []Message{*m}}
-	t.vetPage(m.Channel, &page, PageOther, "")
+func (t *tick) vetReactionsGet(m *rm.Message) error {
+	page := rm.Page{Messages: []rm.Message{*m}}
+	t.vetPage(m.Channel, &page, rm.PageOther, "")
 	*m = page.Messages[0]
-	if !m.IsReply() || m.Subtype == SubtypeThreadBroadcast {
+	if !m.IsReply() || m.Subtype == rm.SubtypeThreadBroadcast {
 		return nil
 	}
-	stored, ok, err := t.message(Ref{Channel: m.Channel, TS: m.TS})
+	stored, ok, err := t.message(rm.Ref{Channel: m.Channel, TS: m.TS})
 	if err != nil || !ok || stored.LastPolledAt == nil || stored.IsReply() {
 		return err
 	}

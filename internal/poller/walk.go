@@ -3,7 +3,7 @@ package poller
 import (
 	"time"
 
-	. "github.com/slackpoll/slackpoll/internal/readmodel"
+	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 )
 
 // sweep reads one conversation's bulk window: a fresh walk from the newest message
@@ -11,7 +11,7 @@ import (
 // (resumeWalk). Without resuming, a window deeper than the pages a tick can spend on
 // it — 15 messages a page and a few pages a tick under non_marketplace — would be
 // read from the newest message again every time and its older part never.
-func (t *tick) sweep(c Conversation) (fresh, pages int, err error) {
+func (t *tick) sweep(c rm.Conversation) (fresh, pages int, err error) {
 	ch := c.ID
 	if c.WalkBottom != "" && c.WalkTop != "" {
 		resumed, fresh, pages, err := t.resumeWalk(ch, c)
@@ -28,17 +28,17 @@ func (t *tick) sweep(c Conversation) (fresh, pages int, err error) {
 // arrives (one transaction per page). Only a walk that reached its empty cursor is a
 // complete read of the window (rule 4), which marks missing_since on stored timeline
 // messages it did not return. covered is the conversation's CoveredTo.
-func (t *tick) freshWalk(ch string, covered TS) (int, int, error) {
+func (t *tick) freshWalk(ch string, covered rm.TS) (int, int, error) {
 	// ts values are Slack's clock: the window is placed by it, not by ours.
 	readAt := t.slackNow()
-	oldest := TSFromUnix(readAt.Add(-t.p.cfg.BulkWindow).Unix())
-	w := walk{ch: ch, floor: covered, seen: map[TS]bool{}, provable: true, started: readAt}
-	done, err := t.walk(&w, HistoryRequest{Channel: ch, Oldest: oldest, Limit: HistoryPageLimit})
+	oldest := rm.TSFromUnix(readAt.Add(-t.p.cfg.BulkWindow).Unix())
+	w := walk{ch: ch, floor: covered, seen: map[rm.TS]bool{}, provable: true, started: readAt}
+	done, err := t.walk(&w, rm.HistoryRequest{Channel: ch, Oldest: oldest, Limit: rm.HistoryPageLimit})
 	if err != nil || !done {
 		return w.fresh, w.pages, err
 	}
 	if w.provable {
-		if _, err := t.p.w.MarkMissing(ch, oldest, TSFromUnix(readAt.Unix()), false, w.seen, false, t.now()); err != nil {
+		if _, err := t.p.w.MarkMissing(ch, oldest, rm.TSFromUnix(readAt.Unix()), false, w.seen, false, t.now()); err != nil {
 			return w.fresh, w.pages, err
 		}
 	}
@@ -52,17 +52,17 @@ func (t *tick) freshWalk(ch string, covered TS) (int, int, error) {
 // pages were read over several ticks. It reports false, without a call, when nothing
 // is left to read (the window's start moved past the walk's bottom): then the walk is
 // complete and the sweep goes on with a fresh walk.
-func (t *tick) resumeWalk(ch string, c Conversation) (bool, int, int, error) {
-	floor := TSFromUnix(t.slackNow().Add(-t.p.cfg.BulkWindow).Unix())
+func (t *tick) resumeWalk(ch string, c rm.Conversation) (bool, int, int, error) {
+	floor := rm.TSFromUnix(t.slackNow().Add(-t.p.cfg.BulkWindow).Unix())
 	if floor.Before(c.CoveredTo) {
 		floor = c.CoveredTo
 	}
 	if !floor.Before(c.WalkBottom) {
-		err := t.p.w.UpdateConversation(ch, func(c *Conversation) { c.Cover(c.WalkTop, time.Time{}) })
+		err := t.p.w.UpdateConversation(ch, func(c *rm.Conversation) { c.Cover(c.WalkTop, time.Time{}) })
 		return false, 0, 0, err
 	}
-	w := walk{ch: ch, top: c.WalkTop, bottom: c.WalkBottom, seen: map[TS]bool{}}
-	done, err := t.walk(&w, HistoryRequest{Channel: ch, Oldest: floor, Latest: c.WalkBottom, Limit: HistoryPageLimit})
+	w := walk{ch: ch, top: c.WalkTop, bottom: c.WalkBottom, seen: map[rm.TS]bool{}}
+	done, err := t.walk(&w, rm.HistoryRequest{Channel: ch, Oldest: floor, Latest: c.WalkBottom, Limit: rm.HistoryPageLimit})
 	if err != nil || !done {
 		return true, w.fresh, w.pages, err
 	}
@@ -75,13 +75,13 @@ func (t *tick) resumeWalk(ch string, c Conversation) (bool, int, int, error) {
 // far our clock is from Slack's.
 type walk struct {
 	ch          string
-	top, bottom TS
+	top, bottom rm.TS
 	// floor is CoveredTo when the walk began (fresh walks): once bottom reaches it,
 	// everything up to top has been read, by this walk or a complete one before it.
-	floor TS
+	floor rm.TS
 	// covered is set once bottom reached floor and coverage was recorded.
 	covered  bool
-	seen     map[TS]bool
+	seen     map[rm.TS]bool
 	provable bool // every skipped message's ts is known (fresh walks only)
 	// gap is set when a page had an undecodable message of unknown ts: the walk
 	// cannot say it read everything in its range, so it records no progress and
@@ -101,9 +101,9 @@ type walk struct {
 
 // walk pages req until the empty cursor (done), a spent cap, the deadline, an error or
 // a repeated cursor, committing each page and the walk's progress after it.
-func (t *tick) walk(w *walk, req HistoryRequest) (done bool, err error) {
+func (t *tick) walk(w *walk, req rm.HistoryRequest) (done bool, err error) {
 	for {
-		var page Page
+		var page rm.Page
 		started := t.now()
 		err := t.do(t.history, func() (err error) {
 			page, err = t.p.src.History(t.ctx, req)
@@ -118,8 +118,8 @@ func (t *tick) walk(w *walk, req HistoryRequest) (done bool, err error) {
 		w.pages++
 		started = t.readAt(started, &page)
 		t.learnPageCap(req.Limit, &page)
-		t.vetPage(w.ch, &page, PageHistory, "")
-		var unread []TS
+		t.vetPage(w.ch, &page, rm.PageHistory, "")
+		var unread []rm.TS
 		for _, s := range page.Skipped {
 			if s.TS == "" {
 				w.provable, w.gap = false, true
@@ -159,7 +159,7 @@ func (t *tick) walk(w *walk, req HistoryRequest) (done bool, err error) {
 // walk cut short (or a daemon killed) resumes below it. Pages must come newest first,
 // each below the last: otherwise the walk stops recording progress. top is the newest
 // ts read whatever the order, so that a complete walk covers exactly what it read.
-func (t *tick) advance(w *walk, page *Page) error {
+func (t *tick) advance(w *walk, page *rm.Page) error {
 	for i := range page.Messages {
 		if ts := page.Messages[i].TS; w.top == "" || w.top.Before(ts) {
 			w.top = ts
@@ -167,7 +167,7 @@ func (t *tick) advance(w *walk, page *Page) error {
 	}
 	if w.gap && !w.disordered {
 		w.disordered = true
-		return t.p.w.UpdateConversation(w.ch, func(c *Conversation) { c.WalkTop, c.WalkBottom = "", "" })
+		return t.p.w.UpdateConversation(w.ch, func(c *rm.Conversation) { c.WalkTop, c.WalkBottom = "", "" })
 	}
 	if w.disordered || w.covered {
 		return nil
@@ -178,7 +178,7 @@ func (t *tick) advance(w *walk, page *Page) error {
 		if i > 0 && !ts.Before(page.Messages[i-1].TS) || w.bottom != "" && !ts.Before(w.bottom) {
 			w.disordered = true
 			t.p.log.Warn("conversations.history page not newest first; this walk resumes from the newest message if cut short", "channel", w.ch)
-			return t.p.w.UpdateConversation(w.ch, func(c *Conversation) { c.WalkTop, c.WalkBottom = "", "" })
+			return t.p.w.UpdateConversation(w.ch, func(c *rm.Conversation) { c.WalkTop, c.WalkBottom = "", "" })
 		}
 		low = ts
 	}
@@ -190,14 +190,14 @@ func (t *tick) advance(w *walk, page *Page) error {
 		// Below here a complete walk has read everything: the window is covered
 		// through top now, whether or not this walk gets to its empty cursor.
 		w.covered = true
-		return t.p.w.UpdateConversation(w.ch, func(c *Conversation) { c.Cover(w.top, w.started) })
+		return t.p.w.UpdateConversation(w.ch, func(c *rm.Conversation) { c.Cover(w.top, w.started) })
 	}
-	return t.p.w.UpdateConversation(w.ch, func(c *Conversation) { c.WalkTop, c.WalkBottom = w.top, w.bottom })
+	return t.p.w.UpdateConversation(w.ch, func(c *rm.Conversation) { c.WalkTop, c.WalkBottom = w.top, w.bottom })
 }
 
 // coveredTop is the top a complete walk may claim coverage through: none when a
 // message of unknown ts was skipped.
-func (w *walk) coveredTop() TS {
+func (w *walk) coveredTop() rm.TS {
 	if w.gap {
 		return ""
 	}
@@ -207,8 +207,8 @@ func (w *walk) coveredTop() TS {
 // walkDone records a walk that reached its empty cursor: the window is read through
 // top (unchanged when the walk read nothing), no walk is pending, and the
 // conversation is swept.
-func (t *tick) walkDone(ch string, top TS, started time.Time) error {
-	err := t.p.w.UpdateConversation(ch, func(c *Conversation) { c.Cover(top, started) })
+func (t *tick) walkDone(ch string, top rm.TS, started time.Time) error {
+	err := t.p.w.UpdateConversation(ch, func(c *rm.Conversation) { c.Cover(top, started) })
 	if err != nil {
 		return err
 	}

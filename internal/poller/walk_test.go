@@ -19,7 +19,7 @@ func windowPoller(t *testing.T, src rm.Source, pages int) (*poller.Poller, rm.St
 	b.HistoryCalls = pages
 	// A head bound of a minute: these tests read the window on every tick, as a busy
 	// conversation would be read.
-	return poller.NewPoller(store, src, poller.PollerConfig{Conversations: []string{ch}, Budget: b, Now: clock.Now,
+	return poller.New(store, src, poller.Config{Conversations: []string{ch}, Budget: b, Now: clock.Now,
 		Tracking: poller.TrackingPolicy{HeadMaxAge: time.Minute}}), store, clock
 }
 

@@ -27,7 +27,7 @@ func TestWatchedWindowsReachTheStaleEndOfACluster(t *testing.T) {
 	}
 	store := openStore(t)
 	clock := &fixedClock{t: epoch}
-	first := poller.NewPoller(store, src, poller.PollerConfig{Conversations: []string{ch}, Now: clock.Now,
+	first := poller.New(store, src, poller.Config{Conversations: []string{ch}, Now: clock.Now,
 		BulkWindow: 1000 * time.Hour, Budget: poller.Budget{HistoryCalls: 100, RepliesCalls: 100, UsersInfoCalls: 10}})
 	mustTick(t, first)
 	clock.Advance(time.Minute)
@@ -38,7 +38,7 @@ func TestWatchedWindowsReachTheStaleEndOfACluster(t *testing.T) {
 		}
 	}
 	// Two history calls a tick: one for the watched share, one for the tail.
-	p := poller.NewPoller(store, src, poller.PollerConfig{Conversations: []string{ch}, Now: clock.Now,
+	p := poller.New(store, src, poller.Config{Conversations: []string{ch}, Now: clock.Now,
 		Budget: poller.Budget{HistoryCalls: 2, RepliesCalls: 1, UsersInfoCalls: 10}})
 	mustTick(t, p) // learns the page cap
 	clock.Advance(time.Minute)

@@ -115,7 +115,7 @@ func New(t testing.TB, opts Options) *Fixture {
 		Rates: rates, OnCall: opts.OnCall,
 	})
 	must(t, err)
-	p := poller.NewPoller(store, src, poller.PollerConfig{
+	p := poller.New(store, src, poller.Config{
 		Conversations: f.Configured,
 		Rates:         rates,
 		Budget:        poller.Budget{HistoryCalls: 33, RepliesCalls: 12, UsersInfoCalls: 20, ReactionsCalls: 25},

@@ -11,7 +11,7 @@ import (
 // skewMeter keeps the difference between Slack's clock and ours, measured from the
 // Date header of each answer (RFC 9110 §6.6.1: one-second resolution) against the time
 // the answer arrived. A skewed local clock must not decide which messages are new:
-// the poller reads its bulk window from Slack's time (poller.PollerConfig.ClockSkew).
+// the poller reads its bulk window from Slack's time (poller.Config.ClockSkew).
 type skewMeter struct {
 	mu     sync.Mutex
 	skew   time.Duration
