@@ -1,7 +1,8 @@
 package poller
 
 import (
-	"errors"
+	"context"
+	"fmt"
 
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 )
@@ -16,56 +17,43 @@ import (
 // missing_since; an answer with an undecodable message (the parent) is not, and leaves
 // the placeholder unread. Without a replies call left this tick the placeholder stays
 // unread, first in the tail next tick.
-func (t *tick) locate(ref rm.Ref) error {
+func (rs *repliesStream) locate(ref rm.Ref) error {
+	t := rs.t
 	if m, ok, err := t.message(ref); err != nil || !ok || m.LastPolledAt != nil {
 		// Read since it was queued (its parent's thread read, queued by the same
 		// range, stores it first) or gone: nothing to find, and no call to spend.
-		t.mu.Lock()
-		delete(t.p.unlocated, ref)
-		t.mu.Unlock()
+		t.work.located(ref)
 		return err
 	}
 	var page rm.Page
 	started := t.now()
-	err := t.do(t.replies, func() (err error) {
-		page, err = t.p.src.Replies(t.ctx, rm.RepliesRequest{Channel: ref.Channel, TS: ref.TS, Limit: 1})
+	what := fmt.Sprintf("%s/%s: finding its thread", ref.Channel, ref.TS)
+	o, err := t.do(&rs.g, call{ch: ref.Channel, item: true, what: what}, func(ctx context.Context) (err error) {
+		page, err = t.p.src.Replies(ctx, rm.RepliesRequest{Channel: ref.Channel, TS: ref.TS, Limit: 1})
 		return err
 	})
-	if errors.Is(err, errStreamStop) {
+	if o == stopped {
 		// Still unlocated: the next tick's replies stream starts with it.
-		t.mu.Lock()
-		t.locateQueue = append(t.locateQueue, ref)
-		t.mu.Unlock()
-		return err
+		t.work.requeueLocate(ref)
+		return errStop
 	}
-	t.mu.Lock()
-	delete(t.p.unlocated, ref)
-	t.mu.Unlock()
+	t.work.located(ref)
 	// An answer that leaves the placeholder unread lets it go back to the tail, where
 	// never read, it is the stalest of all: without a backoff it anchored a range on
 	// every tick, which queued it here again, and the rest of the tail waited.
-	unread := func() {
-		t.mu.Lock()
-		t.backOffLocked(ref)
-		t.mu.Unlock()
-	}
-	if err != nil {
-		if ends(err) {
-			return err
-		}
-		switch {
-		case rm.CodeOf(err) == "thread_not_found":
-			return t.p.w.MarkGone(ref, t.now())
-		case rm.ClassOf(err) == rm.ClassConversation:
-			return t.conversationFailed(ref.Channel, err)
-		}
-		t.skip("%s/%s: finding its thread: %v", ref.Channel, ref.TS, err)
+	unread := func() { t.p.mem.backoff.lengthen(ref, t.p.mem.tickNo) }
+	switch o {
+	case gone:
+		return t.p.w.MarkGone(ref, t.now())
+	case skipped:
 		unread()
 		return nil
+	case fatal, failed:
+		return stop(o, err)
 	}
 	for _, s := range page.Skipped {
 		if s.TS == ref.TS || s.TS == "" {
-			t.skip("%s/%s: finding its thread: undecodable: %s", ref.Channel, ref.TS, s.Err)
+			t.report.skip("%s/%s: finding its thread: undecodable: %s", ref.Channel, ref.TS, s.Err)
 			unread()
 			return nil
 		}
@@ -95,7 +83,7 @@ func (t *tick) locate(ref rm.Ref) error {
 	case len(page.Skipped) > 0:
 		// Slack named a thread (its parent, at least) that could not be decoded: not
 		// an answer of absence. The placeholder stays unread and is found again.
-		t.skip("%s/%s: finding its thread: undecodable: %s", ref.Channel, ref.TS, joinErrs(page.Skipped))
+		t.report.skip("%s/%s: finding its thread: undecodable: %s", ref.Channel, ref.TS, joinErrs(page.Skipped))
 		unread()
 		return nil
 	default:
@@ -105,24 +93,21 @@ func (t *tick) locate(ref rm.Ref) error {
 		parent = nil // some other thread's parent: not this reply's
 	}
 	t.p.log.Info("tracked message is a thread reply", "channel", ref.Channel, "ts", string(ref.TS), "thread_ts", string(threadTS))
-	return t.adoptReply(ref, threadTS, self, parent)
+	return rs.adoptReply(ref, threadTS, self, parent)
 }
 
 // adoptReply writes what locate learned through the writer, then queues the parent's
 // thread when the store holds the parent read.
-func (t *tick) adoptReply(ref rm.Ref, threadTS rm.TS, self, parent *rm.Message) error {
-	written, thread, force, err := t.p.w.AdoptReply(ref, threadTS, self, parent, t.p.identity, t.now())
+func (rs *repliesStream) adoptReply(ref rm.Ref, threadTS rm.TS, self, parent *rm.Message) error {
+	t := rs.t
+	written, thread, force, err := t.p.w.AdoptReply(ref, threadTS, self, parent, t.p.mem.identity, t.now())
 	if err != nil {
 		return err
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for i := range written {
-		t.noteUsersLocked(&written[i])
-	}
+	t.work.noteUsers(written)
 	if thread != nil && thread.LastPolledAt != nil {
-		t.queueThreadLocked(thread, force)
+		t.work.queueThread(thread, force)
 	}
-	t.sum.MessagesWritten += len(written)
+	t.report.add(func(s *rm.TickSummary) { s.MessagesWritten += len(written) })
 	return nil
 }

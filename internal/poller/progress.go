@@ -125,8 +125,8 @@ func (s *observedSource) Waiting(method string) (time.Time, string, bool) {
 // to stop.
 func (t *tick) startProgress() (stop func()) {
 	p := t.p
-	p.log.Info("tick started", "tick", p.tickNo, "soft_deadline", t.deadline.Format(time.RFC3339))
-	if p.tickNo == 1 {
+	p.log.Info("tick started", "tick", p.mem.tickNo, "soft_deadline", t.deadline.Format(time.RFC3339))
+	if p.mem.tickNo == 1 {
 		p.logFirstSync()
 	}
 	done := make(chan struct{})
@@ -152,9 +152,7 @@ func (t *tick) startProgress() (stop func()) {
 // rate limit until when.
 func (t *tick) progress() []any {
 	now := t.now()
-	t.mu.Lock()
-	calls := maps.Clone(t.sum.Calls)
-	t.mu.Unlock()
+	calls := t.report.calls()
 	var callAttrs, reading, waiting []any
 	for _, m := range slices.Sorted(maps.Keys(calls)) {
 		callAttrs = append(callAttrs, slog.Int(m, calls[m]))
@@ -170,7 +168,7 @@ func (t *tick) progress() []any {
 		}
 	}
 	attrs := []any{
-		"tick", t.p.tickNo,
+		"tick", t.p.mem.tickNo,
 		"elapsed", shortDuration(now.Sub(t.start).Round(time.Second)),
 		"soft_deadline_in", shortDuration(max(t.deadline.Sub(now), 0).Round(time.Second)),
 		slog.Group("calls", callAttrs...),
@@ -264,7 +262,7 @@ const firstSyncStallTicks = 3
 // walks the stored timelines of the configured conversations, so the poller calls it
 // only while a first sync runs.
 func (p *Poller) firstSyncState() (f firstSync, err error) {
-	page := p.pageCap
+	page := p.mem.history.pageCap
 	if page <= 0 {
 		page = rm.HistoryPageLimit
 	}
@@ -337,7 +335,7 @@ func (p *Poller) firstSyncState() (f firstSync, err error) {
 	})
 	// A parent the store does not hold yet is stored with its thread: the syncs a
 	// tick could not make wait in carried (a stored one was counted above).
-	for _, c := range p.carried {
+	for _, c := range p.mem.carried {
 		if !counted[c.Ref] {
 			f.threadsUnread++
 			f.repliesCalls++
@@ -351,34 +349,34 @@ func (p *Poller) firstSyncState() (f firstSync, err error) {
 // what is left takes at the configured rates; then once, when it is done, how long
 // it took.
 func (p *Poller) logFirstSyncProgress(sum rm.TickSummary) {
-	if p.firstSyncDone {
+	if p.mem.firstSync.done {
 		return
 	}
 	f, err := p.firstSyncState()
 	if err != nil {
 		return
 	}
-	if p.firstSyncSince.IsZero() {
-		p.firstSyncSince = sum.Started
+	if p.mem.firstSync.since.IsZero() {
+		p.mem.firstSync.since = sum.Started
 	}
 	// Once every conversation was read, threads whose count stops going down are
 	// ones the reads cannot finish (their errors are in the ticks' logs): the first
 	// sync is over, rather than walked again at every tick for ever.
-	if f.unread == 0 && f.threadsUnread > 0 && p.firstSyncThreads > 0 && f.threadsUnread >= p.firstSyncThreads {
-		p.firstSyncStalled++
+	if f.unread == 0 && f.threadsUnread > 0 && p.mem.firstSync.threads > 0 && f.threadsUnread >= p.mem.firstSync.threads {
+		p.mem.firstSync.stalled++
 	} else {
-		p.firstSyncStalled = 0
+		p.mem.firstSync.stalled = 0
 	}
-	p.firstSyncThreads = f.threadsUnread
-	if f.done() || p.firstSyncStalled >= firstSyncStallTicks {
-		p.firstSyncDone = true
-		if p.firstSyncLogged {
+	p.mem.firstSync.threads = f.threadsUnread
+	if f.done() || p.mem.firstSync.stalled >= firstSyncStallTicks {
+		p.mem.firstSync.done = true
+		if p.mem.firstSync.logged {
 			p.log.Info("first sync complete", "conversations", f.readable, "threads_not_read", f.threadsUnread,
-				"took", shortDuration(sum.Finished.Sub(p.firstSyncSince).Round(time.Second)))
+				"took", shortDuration(sum.Finished.Sub(p.mem.firstSync.since).Round(time.Second)))
 		}
 		return
 	}
-	p.firstSyncLogged = true
+	p.mem.firstSync.logged = true
 	p.log.Info("first sync in progress",
 		"conversations_read", f.readable-f.unread, "conversations", f.readable,
 		"threads_unread", f.threadsUnread,

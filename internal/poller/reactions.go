@@ -1,64 +1,76 @@
 package poller
 
 import (
-	"errors"
+	"context"
+	"fmt"
 	"slices"
 	"time"
 
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 )
 
-// reactionsUsable reports whether the tick may call reactions.get: the token has
-// reactions:read (auth.test's X-OAuth-Scopes) and the budget allows it.
-func (t *tick) reactionsUsable() bool {
-	return t.p.identity != nil && slices.Contains(t.p.identity.Scopes, rm.ScopeReactionsRead) && t.p.cfg.Budget.ReactionsCalls > 0
+// reactionsStream is the reactions.get stream: each watched message read before
+// (top-level or reply) and not read since the tick started is refreshed with one call
+// of its own, least recently read first. reactions.get is Tier 3 (about 50 a minute)
+// where history and replies may be 1: it keeps the watched class fresh however
+// scattered it is. It cannot find what was never read nor discover new replies: a
+// parent whose latest_reply moved still has its thread queued for the replies
+// stream. It runs only when the token has reactions:read.
+type reactionsStream struct {
+	t *tick
+	g gate
+	// noReactions is memory's: the watched messages reactions.get answered
+	// message_not_found for.
+	noReactions map[rm.Ref]bool
+	// reads counts the watched messages it re-read this tick.
+	reads int
 }
 
-// runReactions is the reactions.get stream: each watched message read before (top-level
-// or reply) and not read since the tick started is refreshed with one call of its own,
-// least recently read first. reactions.get is Tier 3 (about 50 a minute) where history
-// and replies may be 1: it keeps the watched class fresh however scattered it is. It
-// cannot find what was never read nor discover new replies: a parent whose
-// latest_reply moved still has its thread queued for the replies stream.
-func (t *tick) runReactions() error {
-	due, err := t.reactionsDue()
+func newReactionsStream(t *tick, cap int) *reactionsStream {
+	return &reactionsStream{
+		t: t, g: gate{method: rm.MethodReactionsGet, capName: "reactions_calls", left: cap},
+		noReactions: t.p.mem.noReactions,
+	}
+}
+
+func (rs *reactionsStream) gate() *gate   { return &rs.g }
+func (rs *reactionsStream) enabled() bool { return rs.t.reactionsUsable() }
+
+func (rs *reactionsStream) tally(s *rotationSample) {
+	s.reads += rs.reads
+	s.watched += rs.reads
+}
+
+func (rs *reactionsStream) run() error {
+	t := rs.t
+	due, err := rs.due()
 	if err != nil {
 		return err
 	}
 	for _, ref := range due {
 		var m rm.Message
 		started := t.now()
-		err := t.do(t.reactions, func() (err error) {
-			m, err = t.p.src.ReactionsGet(t.ctx, ref)
+		what := fmt.Sprintf("%s/%s: reactions.get", ref.Channel, ref.TS)
+		o, err := t.do(&rs.g, call{ch: ref.Channel, item: true, what: what}, func(ctx context.Context) (err error) {
+			m, err = t.p.src.ReactionsGet(ctx, ref)
 			return err
 		})
-		if err != nil {
-			if errors.Is(err, errStreamStop) {
-				return nil
-			}
-			if ends(err) {
-				return err
-			}
-			switch {
-			case rm.CodeOf(err) == "message_not_found":
-				// Not proof of absence: a deleted parent whose replies live on is a
-				// tombstone in conversations.history, and reactions.get does not know
-				// it. A history read decides (rule 4); reactions.get leaves it alone.
-				t.mu.Lock()
-				t.p.noReactions[ref] = true
-				t.mu.Unlock()
-			case rm.ClassOf(err) == rm.ClassConversation:
-				if err := t.conversationFailed(ref.Channel, err); err != nil {
-					return err
-				}
-			default:
-				t.skip("%s/%s: reactions.get: %v", ref.Channel, ref.TS, err)
-			}
+		switch o {
+		case stopped, fatal:
+			return stop(o, err)
+		case gone:
+			// Not proof of absence: a deleted parent whose replies live on is a
+			// tombstone in conversations.history, and reactions.get does not know
+			// it. A complete history read decides (README, "Replace on read"):
+			// reactions.get leaves it alone.
+			rs.noReactions[ref] = true
+			continue
+		case failed, skipped:
 			continue
 		}
 		m.Channel = ref.Channel
 		if m.TS != ref.TS {
-			t.skip("%s/%s: reactions.get answered for ts %s; ignored", ref.Channel, ref.TS, m.TS)
+			t.report.skip("%s/%s: reactions.get answered for ts %s; ignored", ref.Channel, ref.TS, m.TS)
 			continue
 		}
 		if err := t.vetReactionsGet(&m); err != nil {
@@ -67,27 +79,23 @@ func (t *tick) runReactions() error {
 		if _, err := t.applyReads([]rm.Message{m}, nil, started); err != nil {
 			return err
 		}
-		t.mu.Lock()
-		t.reads++
-		t.watchedReads++
-		t.sum.TailRead++
-		t.mu.Unlock()
+		rs.reads++
+		t.report.add(func(s *rm.TickSummary) { s.TailRead++ })
 	}
 	return nil
 }
 
-// reactionsDue lists the watched messages to refresh: read before, of an eligible
+// due lists the watched messages to refresh: read before, of an eligible
 // conversation, not read since the tick started (or read "in the future": the clock
 // was set back), least recently read first.
-func (t *tick) reactionsDue() ([]rm.Ref, error) {
-	t.mu.Lock()
+func (rs *reactionsStream) due() ([]rm.Ref, error) {
+	t := rs.t
 	refs := make([]rm.Ref, 0, len(t.watched))
 	for r := range t.watched {
-		if t.eligible[r.Channel] && !t.p.noReactions[r] {
+		if t.convs.has(r.Channel) && !rs.noReactions[r] {
 			refs = append(refs, r)
 		}
 	}
-	t.mu.Unlock()
 	sortRefs(refs)
 	type item struct {
 		ref  rm.Ref

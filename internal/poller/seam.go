@@ -1,6 +1,7 @@
 package poller
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -8,68 +9,131 @@ import (
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 )
 
-// stream is the calls of one Slack method within a tick: its cap, what it spent, and
-// why it stopped. Each method's calls run in a stream of their own, concurrently with
-// the others, so that a method's limiter never waits behind another's.
-type stream struct {
+// gate is one stream's calls of its Slack method in a tick: the cap left, the calls
+// made (and how many went to watched messages, for their guaranteed share), and why
+// the stream stopped. Only its stream's goroutine uses it while the tick runs.
+type gate struct {
 	method string
 	// capName is the budget key, for stop reasons ("budget:history_calls").
 	capName string
 	left    int // calls left this tick; < 0 means no cap (auth.test, conversations.info)
 	calls   int
-	// watched counts the calls spent on watched messages, for their guaranteed share.
 	watched int
 	stop    string
 }
 
-// errStreamStop ends a stream for this tick: its cap is spent or the soft deadline
-// passed. It is not an error of the tick.
-var errStreamStop = errors.New("stream stopped")
+// owesWatched reports whether the gate's next call is owed to the watched class: its
+// watched calls are below share of its calls so far, counting the next.
+func (g *gate) owesWatched(share float64) bool {
+	return float64(g.watched) < share*float64(g.calls+1)
+}
 
-// errFatal marks an error that ends the whole tick: shutdown or a rejected token.
-type errFatal struct{ err error }
+// outcome is what a Slack call came to, as the seam decided and applied it.
+type outcome int
 
-func (e errFatal) Error() string { return e.err.Error() }
-func (e errFatal) Unwrap() error { return e.err }
+const (
+	// done: the call succeeded; its answer is the caller's to apply.
+	done outcome = iota
+	// stopped: no call was made, and the stream may make no more this tick: its cap
+	// is spent or the soft deadline passed. Not an error of the tick.
+	stopped
+	// fatal: the tick ends, with the error returned: shutdown, a rejected token, a
+	// store that failed while the seam recorded a conversation's failure, or any
+	// failure of a call the tick cannot go on without (auth.test).
+	fatal
+	// gone: Slack's final answer that the item the call reads is gone
+	// (thread_not_found, message_not_found: rm.ClassItem).
+	gone
+	// failed: the conversation the call reads cannot be read (not_in_channel,
+	// missing_scope, …: its status says why), or for a call that reads it whole, is
+	// not read again this tick. Recorded and reported; it is no longer eligible.
+	failed
+	// skipped: the call failed and was reported; nothing is applied and a later
+	// tick tries again.
+	skipped
+)
 
-// do is the one seam through which the poller calls Slack: it checks the soft deadline
-// (between calls, never during one: a Retry-After wait is part of the call it belongs
-// to), takes one call of the stream's cap, counts the call, runs it, and classifies its
-// error. It returns errStreamStop when the stream may not call any more this tick, an
-// errFatal when the tick must end (shutdown, a rejected token), else the call's own
-// error (an *APIError, or nil) for the caller to apply.
-func (t *tick) do(s *stream, call func() error) error {
-	t.mu.Lock()
+// errStop ends a stream for this tick (outcome stopped): it is not an error of the
+// tick.
+var errStop = errors.New("stream stopped")
+
+// call describes a Slack call to the seam: what its failure means.
+type call struct {
+	// ch is the conversation the call reads, "" for none: a per-conversation error
+	// (rm.ClassConversation) fails it for the tick and sets its status.
+	ch string
+	// whole marks a read of the conversation as such (its conversations.info, its
+	// bulk window): any failure, transient ones too, fails the conversation for the
+	// tick; only a per-conversation error changes its status.
+	whole bool
+	// item marks a read of one item (a thread, a message) that Slack may answer is
+	// gone.
+	item bool
+	// essential marks a call the tick cannot go on without: any failure ends it.
+	essential bool
+	// what names the call in the report of its failure ("C1: re-reading … to …"),
+	// the failure follows, then note ("(nothing written)"); an essential call's
+	// error is what: the failure.
+	what, note string
+}
+
+// do is the one seam through which the poller calls Slack. It checks the soft
+// deadline (between calls, never during one: a Retry-After wait is part of the call it
+// belongs to), takes one call of the gate's cap, counts the call, runs it and decides
+// what its error means, applying what is the seam's to apply: a conversation's
+// failure is recorded, a skipped call is reported. Callers switch on the outcome; the
+// error is set only with fatal.
+func (t *tick) do(g *gate, c call, fn func(context.Context) error) (outcome, error) {
 	switch {
-	case s.stop != "":
-		t.mu.Unlock()
-		return errStreamStop
+	case g.stop != "":
+		return stopped, nil
 	case t.now().After(t.deadline):
-		s.stop = rm.StopDeadline
-		t.mu.Unlock()
-		return errStreamStop
-	case s.left == 0:
-		s.stop = "budget:" + s.capName
-		t.mu.Unlock()
-		return errStreamStop
+		g.stop = rm.StopDeadline
+		return stopped, nil
+	case g.left == 0:
+		g.stop = "budget:" + g.capName
+		return stopped, nil
 	}
-	if s.left > 0 {
-		s.left--
+	if g.left > 0 {
+		g.left--
 	}
-	s.calls++
-	t.sum.Calls[s.method]++
-	t.mu.Unlock()
-	err := call()
+	g.calls++
+	t.report.called(g.method)
+	err := fn(t.ctx)
 	if err == nil {
-		return nil
+		return done, nil
 	}
 	if t.ctx.Err() != nil {
-		return errFatal{t.ctx.Err()}
+		return fatal, t.ctx.Err()
 	}
-	if rm.ClassOf(err) == rm.ClassToken {
-		return errFatal{fmt.Errorf("%w: %w (check slack.token / SLACK_BOT_TOKEN and that the app is still installed)", ErrTokenRejected, err)}
+	class := rm.ClassOf(err)
+	switch {
+	case class == rm.ClassToken:
+		return fatal, fmt.Errorf("%w: %w (check slack.token / SLACK_BOT_TOKEN and that the app is still installed)", ErrTokenRejected, err)
+	case c.essential:
+		return fatal, fmt.Errorf("%s: %w", c.what, err)
+	case c.item && class == rm.ClassItem:
+		return gone, nil
+	case c.ch != "" && (c.whole || class == rm.ClassConversation):
+		if err := t.conversationFailed(c.ch, err); err != nil {
+			return fatal, err
+		}
+		return failed, nil
 	}
-	return err
+	t.report.skip("%s: %v%s", c.what, err, c.note)
+	return skipped, nil
+}
+
+// stop is the error a stream's step returns for outcome o: errStop for stopped, err
+// for fatal, else nil (the step goes on, or is done).
+func stop(o outcome, err error) error {
+	switch o {
+	case stopped:
+		return errStop
+	case fatal:
+		return err
+	}
+	return nil
 }
 
 // readAt returns the time a page's messages are read as of: when its request went out
@@ -82,25 +146,4 @@ func (t *tick) readAt(started time.Time, page *rm.Page) time.Time {
 		return s
 	}
 	return started
-}
-
-// ends reports whether err from do (or from a step built on it) ends the stream.
-func ends(err error) bool {
-	var f errFatal
-	return errors.Is(err, errStreamStop) || errors.As(err, &f) || errors.Is(err, rm.ErrStore)
-}
-
-// spend notes a call made for a watched message.
-func (t *tick) spendWatched(s *stream) {
-	t.mu.Lock()
-	s.watched++
-	t.mu.Unlock()
-}
-
-// owesWatched reports whether the stream's next call is owed to the watched class: its
-// watched calls are below the guaranteed share of its calls so far, counting the next.
-func (t *tick) owesWatched(s *stream) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return float64(s.watched) < t.p.cfg.Tracking.WatchedShare*float64(s.calls+1)
 }

@@ -2,7 +2,6 @@ package poller
 
 import (
 	"math"
-	"slices"
 	"time"
 
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
@@ -23,13 +22,24 @@ type rotationSample struct {
 	lag time.Duration
 }
 
-// estimateStaleness fills the tick's Staleness. A single tick is a poor estimate at 1
-// request per minute: the calls before the soft deadline and the wait for the next
-// vary from tick to tick; so the rotation periods are the class sizes over the
-// throughput of the last ticks, including the pauses between them.
-func (t *tick) estimateStaleness() {
-	st := &t.sum.Staleness
-	now := t.sum.Finished
+// estimator is what the staleness estimates remember: the throughput of the last
+// ticks. A single tick is a poor estimate at 1 request per minute: the calls before
+// the soft deadline and the wait for the next vary from tick to tick; so the rotation
+// periods are the class sizes over the throughput of the last ticks, including the
+// pauses between them.
+type estimator struct {
+	samples      []rotationSample
+	lastFinished time.Time
+	// neverSince is the start of the first tick of the current run of ticks that
+	// ended with never-read tracked messages waiting; zero when none waits.
+	neverSince time.Time
+}
+
+// estimate fills the finished tick's Staleness, read being what its streams read.
+func (e *estimator) estimate(t *tick, read rotationSample) {
+	sum := &t.report.sum
+	st := &sum.Staleness
+	now := sum.Finished
 	var counts rm.ChannelCounts
 	var parents, replies int
 	var perConv []int
@@ -41,7 +51,7 @@ func (t *tick) estimateStaleness() {
 			counts.Tracked += n.Tracked
 			perConv = append(perConv, n.Tracked)
 			parents += n.Threads
-			if t.eligible[c.ID] && c.HeadReadAt != nil {
+			if t.convs.has(c.ID) && c.HeadReadAt != nil {
 				st.HeadAges[c.ID] = max(now.Sub(*c.HeadReadAt), 0).Round(time.Second)
 			}
 			return err
@@ -49,21 +59,21 @@ func (t *tick) estimateStaleness() {
 	})
 	replies = max(counts.Messages-counts.Tracked, 0)
 	st.Tracked, st.Threads, st.Watched = counts.Tracked, parents, len(t.watched)
-	st.PageCap = t.p.pageCap
+	st.PageCap = t.p.mem.history.pageCap
 
-	since := t.sum.Started
-	if !t.p.lastFinished.IsZero() {
-		since = t.p.lastFinished
+	since := sum.Started
+	if !e.lastFinished.IsZero() {
+		since = e.lastFinished
 	}
-	t.p.lastFinished = now
-	span := max(now.Sub(since), t.p.cfg.Interval)
-	t.p.samples = append(t.p.samples, rotationSample{reads: t.reads, watched: t.watchedReads, threads: t.threadReads,
-		rangeCalls: t.rangeCalls, threadCalls: t.threadCalls, span: span, lag: t.lag(now)})
-	if len(t.p.samples) > rotationWindow {
-		t.p.samples = t.p.samples[1:]
+	e.lastFinished = now
+	read.span = max(now.Sub(since), t.p.cfg.Interval)
+	read.lag = e.lag(t, now)
+	e.samples = append(e.samples, read)
+	if len(e.samples) > rotationWindow {
+		e.samples = e.samples[1:]
 	}
 	var total rotationSample
-	for _, s := range t.p.samples {
+	for _, s := range e.samples {
 		total.reads += s.reads
 		total.watched += s.watched
 		total.threads += s.threads
@@ -82,7 +92,7 @@ func (t *tick) estimateStaleness() {
 	// rate the rotation got its method's calls (what head reads and thread syncs
 	// leave it); the read throughput is the other bound. A class with members and
 	// neither figure yet leaves the period unknown (0).
-	page := t.p.pageCap
+	page := t.p.mem.history.pageCap
 	if page <= 0 {
 		page = rm.HistoryPageLimit
 	}
@@ -103,7 +113,7 @@ func (t *tick) estimateStaleness() {
 		st.RotationPeriod = max(st.RotationPeriod, total.lag.Round(time.Second))
 	}
 	st.WatchedRotation = period(st.Watched, total.watched)
-	st.PhysicalLimit = PhysicalLimit(t.p.cfg.Rates, t.p.pageCap, perConv, parents, replies)
+	st.PhysicalLimit = PhysicalLimit(t.p.cfg.Rates, t.p.mem.history.pageCap, perConv, parents, replies)
 }
 
 // PhysicalLimit is the least time in which rates (requests per minute per method)
@@ -135,18 +145,6 @@ func PhysicalLimit(rates map[string]float64, page int, perConv []int, parents, r
 	return max(history, repl).Round(time.Second)
 }
 
-func sortRefs(refs []rm.Ref) {
-	slices.SortFunc(refs, func(a, b rm.Ref) int {
-		if a.Channel != b.Channel {
-			if a.Channel < b.Channel {
-				return -1
-			}
-			return 1
-		}
-		return a.TS.Compare(b.TS)
-	})
-}
-
 // lagScan bounds the never-read entries lag counts past; beyond it the lag is what
 // they have waited, which is all it reports of them anyway.
 const lagScan = 10000
@@ -155,19 +153,20 @@ const lagScan = 10000
 // entry of an eligible conversation that is not backing off (its rotation time is the
 // older of its own read and its thread's), or, while never-read entries wait, how long
 // they have been waiting since the first tick that found some.
-func (t *tick) lag(now time.Time) time.Duration {
+func (e *estimator) lag(t *tick, now time.Time) time.Duration {
+	mem := &t.p.mem
 	var oldest *time.Time
 	never := 0
 	_ = t.p.store.View(func(tx rm.Tx) error {
-		_, err := tx.TailOldest(1, func(e rm.TailEntry) bool {
-			if !t.eligible[e.Channel] || t.p.tailBackoff[e.Ref].until > t.p.tickNo || t.p.unlocated[e.Ref] {
+		_, err := tx.TailOldest(1, func(en rm.TailEntry) bool {
+			if !t.convs.has(en.Channel) || mem.backoff.waiting(en.Ref, mem.tickNo) || t.work.awaitingLocate(en.Ref) {
 				return never < lagScan
 			}
-			if e.RotatedAt == nil {
+			if en.RotatedAt == nil {
 				never++
 				return never < lagScan
 			}
-			oldest = e.RotatedAt
+			oldest = en.RotatedAt
 			return false
 		})
 		return err
@@ -177,11 +176,11 @@ func (t *tick) lag(now time.Time) time.Duration {
 		lag = now.Sub(*oldest)
 	}
 	if never == 0 {
-		t.p.neverSince = time.Time{}
+		e.neverSince = time.Time{}
 		return lag
 	}
-	if t.p.neverSince.IsZero() || t.p.neverSince.After(now) {
-		t.p.neverSince = t.sum.Started
+	if e.neverSince.IsZero() || e.neverSince.After(now) {
+		e.neverSince = t.report.sum.Started
 	}
-	return max(lag, now.Sub(t.p.neverSince))
+	return max(lag, now.Sub(e.neverSince))
 }

@@ -1,125 +1,122 @@
 package poller
 
 import (
-	"errors"
+	"context"
+	"fmt"
 	"time"
 
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 )
 
-// runReplies is the conversations.replies stream: threads whose latest_reply a read saw
-// move (known changes) first, then never-read tracked messages history did not return
-// (locate), then the thread rotation — watched threads while they are below their
-// share, else the least recently read thread — until the cap or the soft deadline.
-// With nothing due it waits for the other streams to queue more, and stops when none
-// is left that could.
-func (t *tick) runReplies() error {
+// repliesStream is the conversations.replies stream: threads whose latest_reply a read
+// saw move (known changes) first, then never-read tracked messages history did not
+// return (locate), then the thread rotation — watched threads while they are below
+// their share, else the least recently read thread — until the cap or the soft
+// deadline. With nothing due it waits for the other streams to queue more, and stops
+// when none is left that could.
+type repliesStream struct {
+	t *tick
+	g gate
+	// triedThreads holds the threads it picked this tick, read or not.
+	triedThreads map[rm.Ref]bool
+	// threadReads counts the rotation's thread reads this tick, watchedReads the
+	// watched among them, threadCalls the calls of every thread read: its
+	// throughput, for the staleness estimates.
+	threadReads, watchedReads, threadCalls int
+}
+
+func newRepliesStream(t *tick, cap int) *repliesStream {
+	return &repliesStream{
+		t: t, g: gate{method: rm.MethodReplies, capName: "replies_calls", left: cap},
+		triedThreads: map[rm.Ref]bool{},
+	}
+}
+
+func (rs *repliesStream) gate() *gate   { return &rs.g }
+func (rs *repliesStream) enabled() bool { return true }
+
+func (rs *repliesStream) tally(s *rotationSample) {
+	s.threads += rs.threadReads
+	s.watched += rs.watchedReads
+	s.threadCalls += rs.threadCalls
+}
+
+func (rs *repliesStream) run() error {
 	for {
-		job, ok, err := t.nextReplies()
+		job, ok, err := rs.next()
 		if err != nil {
 			return err
 		}
 		if !ok {
-			if !t.waitForWork(func() bool { return len(t.threadQueue) > 0 || len(t.locateQueue) > 0 }) {
+			if !rs.t.work.idle.wait(rs.t.work.threadsOrLocateLocked) {
 				return nil
 			}
 			continue
 		}
 		if err := job(); err != nil {
-			if errors.Is(err, errStreamStop) {
-				return nil
-			}
-			if ends(err) {
-				return err
-			}
+			return err
 		}
 	}
 }
 
-// nextReplies picks the replies stream's next job.
-func (t *tick) nextReplies() (func() error, bool, error) {
-	t.mu.Lock()
-	for len(t.threadQueue) > 0 {
-		c := t.threadQueue[0]
-		t.threadQueue = t.threadQueue[1:]
-		if !t.eligible[c.Channel] {
-			continue
-		}
-		t.triedThreads[c.Ref] = true
-		t.mu.Unlock()
-		return func() error { return t.readThread(c) }, true, nil
+// next picks the stream's next job: a queued thread, a message to locate, a watched
+// thread owed its share, the rotation's stalest thread.
+func (rs *repliesStream) next() (func() error, bool, error) {
+	t := rs.t
+	if c, ok := t.work.nextThread(t.convs.has); ok {
+		rs.triedThreads[c.Ref] = true
+		return func() error { return rs.readThread(c) }, true, nil
 	}
-	for len(t.locateQueue) > 0 {
-		ref := t.locateQueue[0]
-		t.locateQueue = t.locateQueue[1:]
-		if !t.eligible[ref.Channel] {
-			continue
-		}
-		t.mu.Unlock()
-		return func() error { return t.locate(ref) }, true, nil
+	if ref, ok := t.work.nextLocate(t.convs.has); ok {
+		return func() error { return rs.locate(ref) }, true, nil
 	}
-	t.mu.Unlock()
-	if t.owesWatched(t.replies) {
-		m, ok, err := t.watchedThread()
+	if rs.g.owesWatched(t.p.cfg.Tracking.WatchedShare) {
+		m, ok, err := t.stalestOf(t.watchedThreads, rs.due, threadOlder)
 		if err != nil {
 			return nil, false, err
 		}
 		if ok {
-			t.spendWatched(t.replies)
-			return t.threadJob(m), true, nil
+			rs.g.watched++
+			return rs.rotationJob(m), true, nil
 		}
 	}
-	m, ok, err := t.rotationThread()
+	m, ok, err := t.stalestInTail(rs.due, func(m *rm.Message) *time.Time { return m.ThreadSyncedAt })
 	if err != nil || !ok {
 		return nil, false, err
 	}
-	return t.threadJob(m), true, nil
+	return rs.rotationJob(m), true, nil
 }
 
-func (t *tick) threadJob(m rm.Message) func() error {
-	t.mu.Lock()
-	t.triedThreads[rm.Ref{Channel: m.Channel, TS: m.TS}] = true
-	t.mu.Unlock()
+// rotationJob reads m's thread for the rotation.
+func (rs *repliesStream) rotationJob(m rm.Message) func() error {
+	ref := rm.Ref{Channel: m.Channel, TS: m.TS}
+	rs.triedThreads[ref] = true
 	return func() error {
-		err := t.readThread(threadCandidate{Ref: rm.Ref{Channel: m.Channel, TS: m.TS}, latestReply: m.LatestReply})
+		err := rs.readThread(threadCandidate{Ref: ref, latestReply: m.LatestReply})
 		if err == nil {
-			t.mu.Lock()
-			t.threadReads++
-			if t.watchedThreads[rm.Ref{Channel: m.Channel, TS: m.TS}] {
-				t.watchedReads++
+			rs.threadReads++
+			if rs.t.watchedThreads[ref] {
+				rs.watchedReads++
 			}
-			t.mu.Unlock()
 		}
 		return err
 	}
 }
 
-// threadDue reports whether m's thread is due for a rotation read this tick: a tracked
+// due reports whether m's thread is due for a rotation read this tick: a tracked
 // parent whose thread exists, of an eligible conversation, whose thread was not read
-// since the tick started (a read time in the future counts as due), not picked yet.
-func (t *tick) threadDue(m *rm.Message) bool {
+// since the tick started (a read time in the future counts as due), not picked or
+// queued yet.
+func (rs *repliesStream) due(m *rm.Message) bool {
 	if !m.IsParent() || m.ThreadGone || !m.IsTracked() || m.LastPolledAt == nil {
 		return false
 	}
+	t := rs.t
 	ref := rm.Ref{Channel: m.Channel, TS: m.TS}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if !t.eligible[m.Channel] || t.triedThreads[ref] || t.queued[ref] {
+	if !t.convs.has(m.Channel) || rs.triedThreads[ref] || t.work.isQueued(ref) {
 		return false
 	}
 	return m.ThreadSyncedAt == nil || m.ThreadSyncedAt.Before(t.start) || m.ThreadSyncedAt.After(t.now())
-}
-
-// rotationThread returns the tracked parent whose thread was read least recently and
-// is due.
-func (t *tick) rotationThread() (rm.Message, bool, error) {
-	return t.stalestInTail(t.threadDue, func(m *rm.Message) *time.Time { return m.ThreadSyncedAt })
-}
-
-// watchedThread returns the due thread, least recently read, of a watched parent or of
-// the parent of a watched reply.
-func (t *tick) watchedThread() (rm.Message, bool, error) {
-	return t.stalestOf(t.watchedThreads, t.threadDue, threadOlder)
 }
 
 // threadOlder reports whether a's thread was read before b's (never first).
@@ -138,43 +135,37 @@ func threadOlder(a, b *rm.Message) bool {
 // written last. latestReply is the parent's latest_reply as last read, used as the
 // watermark when no page carried the parent. It returns nil when the thread was cut
 // short or skipped (the reason is recorded), an error only to end the tick.
-func (t *tick) readThread(c threadCandidate) error {
+func (rs *repliesStream) readThread(c threadCandidate) error {
+	t := rs.t
 	parent, latestReply := c.Ref, c.latestReply
 	r := rm.ThreadRead{Keep: map[rm.TS]bool{}, ByTS: map[rm.TS]int{}}
 	cursor := ""
 	started := t.now()
 	for pages := 0; ; pages++ {
 		var page rm.Page
-		err := t.do(t.replies, func() (err error) {
-			page, err = t.p.src.Replies(t.ctx, rm.RepliesRequest{Channel: parent.Channel, TS: parent.TS, Limit: rm.RepliesPageLimit, Cursor: cursor})
+		what := fmt.Sprintf("%s/%s thread", parent.Channel, parent.TS)
+		o, err := t.do(&rs.g, call{ch: parent.Channel, item: true, what: what, note: " (nothing written)"}, func(ctx context.Context) (err error) {
+			page, err = t.p.src.Replies(ctx, rm.RepliesRequest{Channel: parent.Channel, TS: parent.TS, Limit: rm.RepliesPageLimit, Cursor: cursor})
 			return err
 		})
-		if err != nil {
-			if errors.Is(err, errStreamStop) && pages == 0 && c.first != nil {
+		if o != done {
+			if o == stopped && pages == 0 && c.first != nil {
 				// Not begun: it stays deferred, first in the next tick's queue.
-				t.mu.Lock()
-				t.threadQueue = append(t.threadQueue, c)
-				t.mu.Unlock()
-				return err
+				t.work.requeueThread(c)
+				return errStop
 			}
-			if kerr := t.keepFirst(c, started, ends(err) || rm.ClassOf(err) == rm.ClassTransient); kerr != nil {
+			// Cut short, it writes nothing of the thread; a failure that may pass
+			// (stopped, fatal, skipped: transient) has the deferred parent wait for
+			// the next thread read.
+			if kerr := rs.keepFirst(c, started, o != gone && o != failed); kerr != nil {
 				return kerr
 			}
-			if ends(err) {
-				return err // cut short: writes nothing of the thread
-			}
-			switch {
-			case rm.CodeOf(err) == "thread_not_found":
+			if o == gone {
 				return t.p.w.ThreadGone(parent, t.now())
-			case rm.ClassOf(err) == rm.ClassConversation:
-				return t.conversationFailed(parent.Channel, err)
 			}
-			t.skip("%s/%s thread: %v (nothing written)", parent.Channel, parent.TS, err)
-			return nil
+			return stop(o, err)
 		}
-		t.mu.Lock()
-		t.threadCalls++
-		t.mu.Unlock()
+		rs.threadCalls++
 		if pages == 0 {
 			// The thread is read as of its first page: later pages come later.
 			started = t.readAt(started, &page)
@@ -182,8 +173,8 @@ func (t *tick) readThread(c threadCandidate) error {
 		t.vetPage(parent.Channel, &page, rm.PageThread, parent.TS)
 		for _, s := range page.Skipped {
 			if s.TS == "" || s.TS == parent.TS {
-				t.skip("%s/%s thread: undecodable message: %s (nothing written)", parent.Channel, parent.TS, s.Err)
-				return t.keepFirst(c, started, true)
+				t.report.skip("%s/%s thread: undecodable message: %s (nothing written)", parent.Channel, parent.TS, s.Err)
+				return rs.keepFirst(c, started, true)
 			}
 			r.Keep[s.TS] = true
 		}
@@ -206,18 +197,18 @@ func (t *tick) readThread(c threadCandidate) error {
 			break
 		}
 		if page.NextCursor == cursor {
-			t.skip("%s/%s thread: conversations.replies returned the cursor it was given (nothing written)", parent.Channel, parent.TS)
-			return t.keepFirst(c, started, true)
+			t.report.skip("%s/%s thread: conversations.replies returned the cursor it was given (nothing written)", parent.Channel, parent.TS)
+			return rs.keepFirst(c, started, true)
 		}
 		cursor = page.NextCursor
 	}
 	if len(r.Keep) > 0 {
-		t.skip("%s/%s thread: %d undecodable repl(ies) kept as stored", parent.Channel, parent.TS, len(r.Keep))
+		t.report.skip("%s/%s thread: %d undecodable repl(ies) kept as stored", parent.Channel, parent.TS, len(r.Keep))
 	}
 	if r.Parent == nil && c.first != nil {
 		r.Parent = c.first // no page carried the parent: the read that deferred it did
 	}
-	return t.writeThread(parent, latestReply, &r, started)
+	return rs.writeThread(parent, latestReply, &r, started)
 }
 
 // keepFirst handles a parent a read deferred to its thread read when that thread read
@@ -226,18 +217,17 @@ func (t *tick) readThread(c threadCandidate) error {
 // with its thread; after that, or for a failure that will not pass, the parent is
 // stored as read: its own read is not lost, and its watermark, still empty, has the
 // thread read again later.
-func (t *tick) keepFirst(c threadCandidate, started time.Time, retry bool) error {
+func (rs *repliesStream) keepFirst(c threadCandidate, started time.Time, retry bool) error {
+	t := rs.t
 	if c.first == nil {
 		return nil
 	}
 	if retry && c.tries < carryTries {
 		c.tries++
-		t.mu.Lock()
-		t.p.carried = append(t.p.carried, c)
-		t.mu.Unlock()
+		t.p.mem.carried = append(t.p.mem.carried, c)
 		return nil
 	}
-	_, err := t.p.w.ApplyReads([]rm.Message{*c.first}, t.p.identity, started)
+	_, err := t.p.w.ApplyReads([]rm.Message{*c.first}, t.p.mem.identity, started)
 	return err
 }
 
@@ -247,17 +237,16 @@ const carryTries = 3
 
 // writeThread replaces a fully read thread through the writer, then notes the users
 // its messages name.
-func (t *tick) writeThread(parent rm.Ref, latestReply rm.TS, r *rm.ThreadRead, started time.Time) error {
-	written, err := t.p.w.WriteThread(parent, latestReply, r, t.p.identity, started)
+func (rs *repliesStream) writeThread(parent rm.Ref, latestReply rm.TS, r *rm.ThreadRead, started time.Time) error {
+	t := rs.t
+	written, err := t.p.w.WriteThread(parent, latestReply, r, t.p.mem.identity, started)
 	if err != nil {
 		return err
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for i := range written {
-		t.noteUsersLocked(&written[i])
-	}
-	t.sum.ThreadsWritten++
-	t.sum.MessagesWritten += len(written)
+	t.work.noteUsers(written)
+	t.report.add(func(s *rm.TickSummary) {
+		s.ThreadsWritten++
+		s.MessagesWritten += len(written)
+	})
 	return nil
 }

@@ -4,260 +4,179 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 )
 
-// tick is the state of one pass. Its streams run concurrently: everything below mu is
-// shared between them and guarded by it; cond wakes a stream waiting for work another
-// stream produces (a thread queued by a history read, a user to resolve).
+// tick is one bounded pass: the setup calls in turn, then its streams at once. What it
+// holds is shared by the streams; each stream keeps its own state itself.
 type tick struct {
 	p        *Poller
-	no       int // the process's tick number (Poller.tickNo when it started)
+	no       int // the process's tick number (memory.tickNo when it started)
 	ctx      context.Context
 	start    time.Time
 	deadline time.Time // the soft deadline: no call starts after it
 
-	// The streams, one per method. The setup methods (auth.test, users.conversations,
-	// conversations.info) are called in turn before the others start, uncapped.
-	setup                              map[string]*stream
-	history, replies, users, reactions *stream
-
-	mu   sync.Mutex
-	cond *sync.Cond
-	sum  rm.TickSummary
-	// Conversations that may be read this tick (not archived, not waiting on an error).
-	eligible map[string]bool
-	// headDone holds the conversations whose head was read this tick.
-	headDone map[string]bool
-	// threadQueue holds the threads to sync because a read saw their latest_reply
-	// move (or stored replies only a thread read can confirm), oldest first.
-	threadQueue []threadCandidate
-	queued      map[rm.Ref]bool
-	// locateQueue holds never-read tracked messages a complete history read missed.
-	locateQueue []rm.Ref
-	// tried holds the tail entries a stream picked this tick, read or not: an entry
-	// whose read advanced nothing (undecodable, failing) is not picked again.
-	tried, triedThreads map[rm.Ref]bool
+	// streams are the tick's streams, one per Slack method its budget caps.
+	streams []stream
+	// convs are the conversations the tick may read; work is what its streams hand
+	// each other; report is the summary it builds.
+	convs  *eligible
+	work   *workQueue
+	report *report
 	// watched is the watched set as of the tick's start; watchedThreads the parents
 	// whose thread holds a watched message (a watched parent, or a watched reply's).
+	// Set up before the streams start, read-only after.
 	watched, watchedThreads map[rm.Ref]bool
-	// failedUsers are users whose users.info failed this tick: retried on a later tick.
-	failedUsers map[string]bool
-	// active counts the streams running and not waiting for work; waiting holds the
-	// work tests of the streams waiting. Once no stream is active and none has work,
-	// no stream can produce work for another, and the waiting ones stop.
-	active  int
-	waiting map[*func() bool]bool
-	// Throughput of this tick, for the staleness estimates.
-	reads, watchedReads, threadReads int
-	// rangeCalls and threadCalls are the history calls of tail ranges and the
-	// replies calls of thread reads this tick: the rotation's share of each method.
-	rangeCalls, threadCalls int
-	// headCalls are the history calls of head reads this tick.
-	headCalls int
 }
 
-type threadCandidate struct {
-	rm.Ref
-	latestReply rm.TS // the parent's latest_reply at the read that queued it
-	// first is the parent as a read saw it when the store did not hold it read: it
-	// is stored with its thread, in one transaction, so that a parent never stands
-	// without its replies (deferNewParents).
-	first *rm.Message
-	// tries counts the thread reads of first that failed.
-	tries int
+// stream is the calls of one Slack method in a tick, and the state they need: it runs
+// concurrently with the others, so that a method's limiter never waits behind
+// another's, until nothing is due, its cap is spent or the soft deadline passes. Only
+// its own goroutine touches its state; what it hands another stream goes through the
+// tick's workQueue. A new Slack method the tick spends calls on is a new stream,
+// listed in newTick.
+type stream interface {
+	// gate is its method's calls this tick.
+	gate() *gate
+	// enabled reports whether it runs this tick (setup is done when it is asked).
+	enabled() bool
+	// run makes its calls; an error other than errStop ends the tick.
+	run() error
+	// tally adds what it read this tick to s, for the staleness estimates.
+	tally(s *rotationSample)
 }
 
 func newTick(p *Poller, ctx context.Context) *tick {
 	now := p.cfg.Now()
-	b := p.cfg.Budget
 	t := &tick{
-		p: p, ctx: ctx, start: now, deadline: now.Add(p.cfg.SoftDeadline),
-		setup:          map[string]*stream{},
-		history:        &stream{method: rm.MethodHistory, capName: "history_calls", left: b.HistoryCalls},
-		replies:        &stream{method: rm.MethodReplies, capName: "replies_calls", left: b.RepliesCalls},
-		users:          &stream{method: rm.MethodUsersInfo, capName: "users_info_calls", left: b.UsersInfoCalls},
-		reactions:      &stream{method: rm.MethodReactionsGet, capName: "reactions_calls", left: b.ReactionsCalls},
-		sum:            rm.TickSummary{Started: now, Calls: map[string]int{}},
-		eligible:       map[string]bool{},
-		headDone:       map[string]bool{},
-		queued:         map[rm.Ref]bool{},
-		tried:          map[rm.Ref]bool{},
-		triedThreads:   map[rm.Ref]bool{},
+		p: p, no: p.mem.tickNo, ctx: ctx, start: now, deadline: now.Add(p.cfg.SoftDeadline),
+		convs:          &eligible{ids: map[string]bool{}},
+		report:         &report{sum: rm.TickSummary{Started: now, Calls: map[string]int{}}, log: p.log},
 		watched:        map[rm.Ref]bool{},
 		watchedThreads: map[rm.Ref]bool{},
-		failedUsers:    map[string]bool{},
 	}
-	t.cond = sync.NewCond(&t.mu)
-	for _, c := range p.carried {
-		if !t.queued[c.Ref] {
-			t.queued[c.Ref] = true
-			t.threadQueue = append(t.threadQueue, c)
-		}
+	t.work = newWorkQueue(&p.mem, t.over)
+	p.mem.carried = nil
+	b := p.cfg.Budget
+	t.streams = []stream{
+		newHistoryStream(t, b.HistoryCalls),
+		newRepliesStream(t, b.RepliesCalls),
+		newUsersStream(t, b.UsersInfoCalls),
+		newReactionsStream(t, b.ReactionsCalls),
 	}
-	p.carried = nil
 	return t
 }
 
 func (t *tick) now() time.Time { return t.p.cfg.Now() }
+
+// over reports whether the tick is over: shut down, or past its soft deadline.
+func (t *tick) over() bool { return t.ctx.Err() != nil || t.now().After(t.deadline) }
 
 // slackNow is Slack's time by our clock and the last measured skew, when the skew is
 // beyond ClockSkewTolerance; else our clock. It places the bulk window: with our clock
 // days ahead, a window ending at our now would start after Slack's newest message.
 func (t *tick) slackNow() time.Time { return rm.SlackTime(t.now(), t.p.cfg.ClockSkew()) }
 
-// setupStream returns the uncapped stream of a setup method.
-func (t *tick) setupStream(method string) *stream {
-	s, ok := t.setup[method]
-	if !ok {
-		s = &stream{method: method, left: -1}
-		t.setup[method] = s
-	}
-	return s
-}
-
-func (t *tick) skip(format string, args ...any) { t.report("skipped", format, args...) }
-
-// report adds a message to the tick's errors and logs it as a warning under title.
-func (t *tick) report(title, format string, args ...any) {
-	msg := fmt.Sprintf(format, args...)
-	t.mu.Lock()
-	t.sum.Errors = append(t.sum.Errors, msg)
-	t.mu.Unlock()
-	t.p.log.Warn(title, "what", msg)
-}
-
-// isEligible reports whether ch may be read this tick.
-func (t *tick) isEligible(ch string) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.eligible[ch]
-}
-
 // run is the tick body: the setup calls in turn (each needs the one before: the
 // identity's scopes decide discovery, info decides which conversations are read),
-// then the method streams at once until each has nothing left to do, spent its cap,
+// then the enabled streams at once until each has nothing left to do, spent its cap,
 // or met the soft deadline. The first error that ends the tick (shutdown, a rejected
 // token, the store) is returned once every stream has stopped.
 func (t *tick) run() error {
-	for _, step := range []func() error{t.authenticate, t.discover, t.refreshConversations, t.loadWatched} {
+	s := newSetup(t)
+	for _, step := range []func() error{s.authenticate, s.discover, s.refreshConversations, s.loadWatched} {
 		if err := step(); err != nil {
-			if errors.Is(err, errStreamStop) {
+			if errors.Is(err, errStop) {
 				return nil
 			}
-			return unfatal(err)
+			return err
 		}
 	}
-	streams := []func() error{t.runHistory, t.runReplies, t.runUsers}
-	if t.reactionsUsable() {
-		streams = append(streams, t.runReactions)
+	var streams []stream
+	for _, s := range t.streams {
+		if s.enabled() {
+			streams = append(streams, s)
+		}
 	}
-	t.active = len(streams)
+	t.work.idle.start(len(streams))
 	errs := make([]error, len(streams))
 	var wg sync.WaitGroup
-	for i, run := range streams {
+	for i, s := range streams {
 		wg.Go(func() {
-			errs[i] = run()
-			t.mu.Lock()
-			t.active--
-			t.cond.Broadcast()
-			t.mu.Unlock()
+			errs[i] = s.run()
+			t.work.idle.streamDone()
 		})
 	}
 	wg.Wait()
 	for _, err := range errs {
-		if err != nil && !errors.Is(err, errStreamStop) {
-			return unfatal(err)
+		if err != nil && !errors.Is(err, errStop) {
+			return err
 		}
 	}
 	return nil
 }
 
-// unfatal unwraps errFatal for the caller of Tick.
-func unfatal(err error) error {
-	var f errFatal
-	if errors.As(err, &f) {
-		return f.err
-	}
-	return err
+// reactionsUsable reports whether the tick may call reactions.get: the token has
+// reactions:read (auth.test's X-OAuth-Scopes) and the budget allows it.
+func (t *tick) reactionsUsable() bool {
+	id := t.p.mem.identity
+	return id != nil && slices.Contains(id.Scopes, rm.ScopeReactionsRead) && t.p.cfg.Budget.ReactionsCalls > 0
 }
 
-// waitForWork blocks until ready (called with mu held) reports work, and returns
-// true; or returns false once no stream is left that could produce any (every other
-// one stopped, or waiting with no work of its own), or the tick is over. A stream
-// woken with work counts as active only once it runs again, so "no stream active" is
-// not enough: the users stream stopped while the replies stream, woken with a
-// thread whose authors it was about to note, had not run yet.
-func (t *tick) waitForWork(ready func() bool) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.active--
-	t.cond.Broadcast()
-	defer func() { t.active++ }()
-	if t.waiting == nil {
-		t.waiting = map[*func() bool]bool{}
-	}
-	t.waiting[&ready] = true
-	defer delete(t.waiting, &ready)
-	for {
-		if ready() {
-			return true
+// gateOf returns the gate of the stream calling method.
+func (t *tick) gateOf(method string) *gate {
+	for _, s := range t.streams {
+		if g := s.gate(); g.method == method {
+			return g
 		}
-		if t.ctx.Err() != nil || t.now().After(t.deadline) || t.active == 0 && !t.otherHasWorkLocked(&ready) {
-			return false
-		}
-		t.cond.Wait()
 	}
+	return nil
 }
 
-// otherHasWorkLocked reports whether a waiting stream other than self has work: it
-// was woken and runs next. Called with mu held.
-func (t *tick) otherHasWorkLocked(self *func() bool) bool {
-	for other := range t.waiting {
-		if other != self && (*other)() {
-			return true
-		}
-	}
-	return false
-}
-
-// wake tells waiting streams that work was queued; called with mu held.
-func (t *tick) wake() { t.cond.Broadcast() }
-
+// finish completes the summary once every stream has stopped: the stop reason, what
+// was left undone, the staleness estimates.
 func (t *tick) finish(err error) rm.TickSummary {
-	t.sum.Finished = t.now()
-	t.p.carried = append(t.p.carried, t.threadQueue...)
+	sum := &t.report.sum
+	sum.Finished = t.now()
+	threads, locate := t.work.leftover()
+	t.p.mem.carried = append(t.p.mem.carried, threads...)
 	why := "the soft deadline passed"
-	if t.replies.stop == "budget:replies_calls" {
-		why = "replies_calls is spent this tick"
+	if g := t.gateOf(rm.MethodReplies); g.stop == "budget:"+g.capName {
+		why = g.capName + " is spent this tick"
 	}
-	for _, ref := range t.locateQueue {
-		t.sum.Errors = append(t.sum.Errors, fmt.Sprintf("%s/%s: not in conversations.history, so it may be a thread reply; finding its thread needs a conversations.replies call and %s", ref.Channel, ref.TS, why))
+	for _, ref := range locate {
+		sum.Errors = append(sum.Errors, fmt.Sprintf("%s/%s: not in conversations.history, so it may be a thread reply; finding its thread needs a conversations.replies call and %s", ref.Channel, ref.TS, why))
 	}
 	stop := ""
-	for _, s := range []*stream{t.history, t.replies, t.users, t.reactions} {
-		if s.stop == rm.StopDeadline {
+	for _, s := range t.streams {
+		g := s.gate()
+		if g.stop == rm.StopDeadline {
 			stop = rm.StopDeadline
 			break
 		}
 		if stop == "" {
-			stop = s.stop
+			stop = g.stop
 		}
 	}
 	switch {
 	case err != nil && errors.Is(err, context.Canceled):
-		t.sum.StopReason = rm.StopShutdown
+		sum.StopReason = rm.StopShutdown
 	case err != nil:
-		t.sum.StopReason = rm.StopError
-		t.sum.Errors = append(t.sum.Errors, err.Error())
+		sum.StopReason = rm.StopError
+		sum.Errors = append(sum.Errors, err.Error())
 	case stop != "":
-		t.sum.StopReason = stop
+		sum.StopReason = stop
 	default:
-		t.sum.StopReason = rm.StopComplete
+		sum.StopReason = rm.StopComplete
 	}
-	t.estimateStaleness()
-	return t.sum
+	var read rotationSample
+	for _, s := range t.streams {
+		s.tally(&read)
+	}
+	t.p.mem.estimates.estimate(t, read)
+	return *sum
 }

@@ -1,55 +1,46 @@
 package poller
 
 import (
-	"errors"
-	"slices"
+	"context"
 
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 )
 
-// runUsers is the users.info stream: it resolves the users that messages written by
-// this or an earlier tick name, as the other streams write them, so that a label
-// never waits behind a history call; with none pending it waits for the other streams,
-// and stops when none is left that could name more.
-func (t *tick) runUsers() error {
+// usersStream is the users.info stream: it resolves the users that messages written
+// by this or an earlier tick name, as the other streams write them, so that a label
+// never waits behind a history call; with none pending it waits for the other
+// streams, and stops when none is left that could name more.
+type usersStream struct {
+	t *tick
+	g gate
+}
+
+func newUsersStream(t *tick, cap int) *usersStream {
+	return &usersStream{t: t, g: gate{method: rm.MethodUsersInfo, capName: "users_info_calls", left: cap}}
+}
+
+func (us *usersStream) gate() *gate           { return &us.g }
+func (us *usersStream) enabled() bool         { return true }
+func (us *usersStream) tally(*rotationSample) {}
+
+func (us *usersStream) run() error {
 	for {
-		if !t.waitForWork(t.usersPendingLocked) {
+		if !us.t.work.idle.wait(us.t.work.usersPendingLocked) {
 			return nil
 		}
-		if err := t.resolveUsers(); err != nil {
-			if errors.Is(err, errStreamStop) {
-				return nil
-			}
+		if err := us.resolve(); err != nil {
 			return err
 		}
 	}
 }
 
-// usersPendingLocked reports whether a user is pending and not failed this tick;
-// called with mu held.
-func (t *tick) usersPendingLocked() bool {
-	for id := range t.p.pendingUsers {
-		if !t.failedUsers[id] {
-			return true
-		}
-	}
-	return false
-}
-
-// resolveUsers looks up, with users.info, the pending users that are not cached or
-// whose cache entry is older than UserCacheTTL. A failed lookup keeps the stale cached
-// value and is retried on a later tick; Slack's refusals (user_not_found) are cached
+// resolve looks up, with users.info, the pending users that are not cached or whose
+// cache entry is older than UserCacheTTL. A failed lookup keeps the stale cached value
+// and is retried on a later tick; Slack's refusals (user_not_found) are cached
 // answers.
-func (t *tick) resolveUsers() error {
-	t.mu.Lock()
-	ids := make([]string, 0, len(t.p.pendingUsers))
-	for id := range t.p.pendingUsers {
-		if !t.failedUsers[id] {
-			ids = append(ids, id)
-		}
-	}
-	t.mu.Unlock()
-	slices.Sort(ids)
+func (us *usersStream) resolve() error {
+	t := us.t
+	ids := t.work.pendingUsers()
 	now := t.now()
 	var due []string
 	err := t.p.store.View(func(tx rm.Tx) error {
@@ -59,9 +50,7 @@ func (t *tick) resolveUsers() error {
 				return err
 			}
 			if ok && now.Sub(u.FetchedAt) < t.p.cfg.UserCacheTTL && !u.FetchedAt.After(now) {
-				t.mu.Lock()
-				delete(t.p.pendingUsers, id)
-				t.mu.Unlock()
+				t.work.userResolved(id)
 				continue
 			}
 			due = append(due, id)
@@ -73,18 +62,15 @@ func (t *tick) resolveUsers() error {
 	}
 	for _, id := range due {
 		var u rm.User
-		err := t.do(t.users, func() (err error) {
-			u, err = t.p.src.UserInfo(t.ctx, id)
+		o, err := t.do(&us.g, call{what: "users.info " + id, note: " (keeping the cached label)"}, func(ctx context.Context) (err error) {
+			u, err = t.p.src.UserInfo(ctx, id)
 			return err
 		})
-		if err != nil {
-			if ends(err) {
+		if o != done {
+			if err := stop(o, err); err != nil {
 				return err
 			}
-			t.skip("users.info %s: %v (keeping the cached label)", id, err)
-			t.mu.Lock()
-			t.failedUsers[id] = true
-			t.mu.Unlock()
+			t.work.userFailed(id) // skipped: reported
 			continue
 		}
 		u.ID = id
@@ -92,10 +78,8 @@ func (t *tick) resolveUsers() error {
 		if err := t.p.w.PutUser(u); err != nil {
 			return err
 		}
-		t.mu.Lock()
-		delete(t.p.pendingUsers, id)
-		t.sum.UsersResolved++
-		t.mu.Unlock()
+		t.work.userResolved(id)
+		t.report.add(func(s *rm.TickSummary) { s.UsersResolved++ })
 	}
 	return nil
 }

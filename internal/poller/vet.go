@@ -2,22 +2,14 @@ package poller
 
 import rm "github.com/slackpoll/slackpoll/internal/readmodel"
 
-// vetPage settles a page read from Slack by VetMessages and flags what it settled (the
-// tick's errors and the log). thread is the thread's parent ts for a PageThread
-// page.
-//
-// Notes the Source made while decoding (Page.Notes) are flagged too.
+// vetPage settles a page read from Slack by rm.VetMessages and flags what it settled,
+// and the notes the Source made while decoding it (Page.Notes), in the tick's errors
+// and the log. thread is the thread's parent ts for a PageThread page.
 func (t *tick) vetPage(ch string, page *rm.Page, kind rm.PageKind, thread rm.TS) {
 	notes := rm.VetMessages(page, kind, thread)
 	for _, n := range append(page.Notes, notes...) {
-		t.flag("%s/%s: %s", ch, n.TS, n.Err)
+		t.report.flag("%s/%s: %s", ch, n.TS, n.Err)
 	}
-}
-
-// flag reports odd data from Slack that was stored in one deterministic way (see
-// vetPage): in the tick's errors, as a skip is, and in the log.
-func (t *tick) flag(format string, args ...any) {
-	t.report("odd data from Slack, stored one way", format, args...)
 }
 
 // vetReactionsGet vets the message a reactions.get call returned as vetPage vets a
@@ -36,7 +28,7 @@ func (t *tick) vetReactionsGet(m *rm.Message) error {
 	if err != nil || !ok || stored.LastPolledAt == nil || stored.IsReply() {
 		return err
 	}
-	t.flag("%s/%s: reactions.get returned it with thread_ts %s, but it is a timeline message: stored as one", m.Channel, m.TS, m.ThreadTS)
+	t.report.flag("%s/%s: reactions.get returned it with thread_ts %s, but it is a timeline message: stored as one", m.Channel, m.TS, m.ThreadTS)
 	m.ThreadTS = stored.ThreadTS
 	return nil
 }

@@ -24,68 +24,13 @@ func (t *tick) applyReads(msgs []rm.Message, seen map[rm.TS]bool, started time.T
 	if err != nil {
 		return nil, err
 	}
-	out, err := t.p.w.ApplyReads(msgs, t.p.identity, started)
+	out, err := t.p.w.ApplyReads(msgs, t.p.mem.identity, started)
 	if err != nil {
 		return nil, err
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for i := range out {
-		m := &out[i].Message
-		t.queueThreadLocked(m, out[i].Unverified)
-		t.noteUsersLocked(m)
-	}
-	t.sum.MessagesWritten += len(out)
+	t.work.wrote(out)
+	t.report.add(func(s *rm.TickSummary) { s.MessagesWritten += len(out) })
 	return out, nil
-}
-
-// noteUsersLocked queues the users a stored message refers to for resolution; called
-// with mu held.
-func (t *tick) noteUsersLocked(m *rm.Message) {
-	added := false
-	for _, id := range m.UserIDs() {
-		if _, ok := t.p.pendingUsers[id]; !ok {
-			t.p.pendingUsers[id] = struct{}{}
-			added = true
-		}
-	}
-	if added {
-		t.wake()
-	}
-}
-
-// queueThreadLocked schedules a thread sync for a parent whose latest_reply moved, or
-// whose stored replies need a whole-thread read to be confirmed (force); called with
-// mu held.
-func (t *tick) queueThreadLocked(m *rm.Message, force bool) {
-	if m.IsReply() || (!force && !m.NeedsThreadSync()) {
-		return
-	}
-	ref := rm.Ref{Channel: m.Channel, TS: m.TS}
-	if t.queued[ref] {
-		return
-	}
-	t.queued[ref] = true
-	t.threadQueue = append(t.threadQueue, threadCandidate{Ref: ref, latestReply: m.LatestReply})
-	t.wake()
-}
-
-// queueLocate hands a never-read tracked message that a complete history read did not
-// return to the replies stream, which finds its thread; history does not read it
-// again meanwhile.
-func (t *tick) queueLocate(refs []rm.Ref) {
-	if len(refs) == 0 {
-		return
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for _, ref := range refs {
-		if !t.p.unlocated[ref] {
-			t.p.unlocated[ref] = true
-			t.locateQueue = append(t.locateQueue, ref)
-		}
-	}
-	t.wake()
 }
 
 // deferNewParents takes out of msgs the thread parents with replies that the store does
@@ -123,17 +68,8 @@ func (t *tick) deferNewParents(msgs []rm.Message) ([]rm.Message, error) {
 	if len(later) == 0 {
 		return msgs, nil
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for i := range later {
-		m := later[i]
-		ref := rm.Ref{Channel: m.Channel, TS: m.TS}
-		if t.queued[ref] {
-			continue
-		}
-		t.queued[ref] = true
-		t.threadQueue = append(t.threadQueue, threadCandidate{Ref: ref, latestReply: m.LatestReply, first: &m})
-		t.wake()
+	for _, m := range later {
+		t.work.queueNewParent(m)
 	}
 	return keep, nil
 }
