@@ -207,15 +207,7 @@ func sortedRefs(t Threads) []rm.Ref {
 	for r := range t {
 		out = append(out, r)
 	}
-	slices.SortFunc(out, func(a, b rm.Ref) int {
-		if a.Channel != b.Channel {
-			if a.Channel < b.Channel {
-				return -1
-			}
-			return 1
-		}
-		return a.TS.Compare(b.TS)
-	})
+	slices.SortFunc(out, rm.Ref.Compare)
 	return out
 }
 

@@ -2,6 +2,7 @@ package poller
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -39,15 +40,11 @@ func (e *eligible) remove(ch string) {
 func (e *eligible) sorted() []string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	ids := make([]string, 0, len(e.ids))
-	for id := range e.ids {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	return ids
+	return slices.Sorted(maps.Keys(e.ids))
 }
 
-// conversationFailed records a per-conversation error (README, "Replace on read": a conversation that cannot be read is skipped): the conversation keeps
+// conversationFailed records a per-conversation error (README, "Replace on read": a
+// conversation that cannot be read is skipped, retried hourly): the conversation keeps
 // its data, its status says why, it is reported once (when the status changes) and not
 // tried again before InfoRefresh has passed; info is re-read then. Transient errors
 // change no status.

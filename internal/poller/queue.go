@@ -132,14 +132,7 @@ func (q *workQueue) isQueued(ref rm.Ref) bool {
 func (q *workQueue) nextThread(take func(ch string) bool) (threadCandidate, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for len(q.threads) > 0 {
-		c := q.threads[0]
-		q.threads = q.threads[1:]
-		if take(c.Channel) {
-			return c, true
-		}
-	}
-	return threadCandidate{}, false
+	return popFirst(&q.threads, func(c threadCandidate) bool { return take(c.Channel) })
 }
 
 // queueLocate hands never-read tracked messages that a complete history read did not
@@ -183,14 +176,21 @@ func (q *workQueue) requeueLocate(ref rm.Ref) {
 func (q *workQueue) nextLocate(take func(ch string) bool) (rm.Ref, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for len(q.locate) > 0 {
-		ref := q.locate[0]
-		q.locate = q.locate[1:]
-		if take(ref.Channel) {
-			return ref, true
+	return popFirst(&q.locate, func(r rm.Ref) bool { return take(r.Channel) })
+}
+
+// popFirst takes items off the front of *list up to the first that take accepts, and
+// returns it.
+func popFirst[T any](list *[]T, take func(T) bool) (T, bool) {
+	for len(*list) > 0 {
+		x := (*list)[0]
+		*list = (*list)[1:]
+		if take(x) {
+			return x, true
 		}
 	}
-	return rm.Ref{}, false
+	var zero T
+	return zero, false
 }
 
 // located notes that ref no longer waits for locate.
@@ -243,18 +243,16 @@ func (q *workQueue) pendingUsers() []string {
 	return ids
 }
 
-// userResolved takes id off the pending users; userFailed leaves it there for a
-// later tick.
-func (q *workQueue) userResolved(id string) {
+// userDone takes id off the pending users when it is resolved (or its cached answer
+// is fresh); a lookup that failed leaves it there, for a later tick.
+func (q *workQueue) userDone(id string, resolved bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	delete(q.users, id)
-}
-
-func (q *workQueue) userFailed(id string) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.failedUsers[id] = true
+	if resolved {
+		delete(q.users, id)
+	} else {
+		q.failedUsers[id] = true
+	}
 }
 
 // threadsOrLocateLocked and usersPendingLocked are the replies and users streams'

@@ -164,17 +164,7 @@ func (t *tick) retirePastHorizon(refs []rm.Ref) error {
 }
 
 // sortRefs sorts refs by channel, then ts.
-func sortRefs(refs []rm.Ref) {
-	slices.SortFunc(refs, func(a, b rm.Ref) int {
-		if a.Channel != b.Channel {
-			if a.Channel < b.Channel {
-				return -1
-			}
-			return 1
-		}
-		return a.TS.Compare(b.TS)
-	})
-}
+func sortRefs(refs []rm.Ref) { slices.SortFunc(refs, rm.Ref.Compare) }
 
 func sameTime(a, b *time.Time) bool {
 	if a == nil || b == nil {

@@ -50,7 +50,7 @@ func (us *usersStream) resolve() error {
 				return err
 			}
 			if ok && now.Sub(u.FetchedAt) < t.p.cfg.UserCacheTTL && !u.FetchedAt.After(now) {
-				t.work.userResolved(id)
+				t.work.userDone(id, true)
 				continue
 			}
 			due = append(due, id)
@@ -70,7 +70,7 @@ func (us *usersStream) resolve() error {
 			if err := stop(o, err); err != nil {
 				return err
 			}
-			t.work.userFailed(id) // skipped: reported
+			t.work.userDone(id, false) // skipped: reported
 			continue
 		}
 		u.ID = id
@@ -78,7 +78,7 @@ func (us *usersStream) resolve() error {
 		if err := t.p.w.PutUser(u); err != nil {
 			return err
 		}
-		t.work.userResolved(id)
+		t.work.userDone(id, true)
 		t.report.add(func(s *rm.TickSummary) { s.UsersResolved++ })
 	}
 	return nil

@@ -5,7 +5,10 @@
 // the adapter packages internal/bolt and internal/slackapi.
 package readmodel
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // Conversation types, as slackpoll names them (README, "How it works"). They are derived from
 // conversations.info flags by TypeFromFlags, never from the ID prefix.
@@ -153,6 +156,14 @@ func (m *Message) IsTracked() bool { return !m.IsReply() && !m.Retired }
 type Ref struct {
 	Channel string `json:"channel"`
 	TS      TS     `json:"ts"`
+}
+
+// Compare orders refs by channel, then by ts (TS.Compare): -1, 0 or +1.
+func (r Ref) Compare(o Ref) int {
+	if c := strings.Compare(r.Channel, o.Channel); c != 0 {
+		return c
+	}
+	return r.TS.Compare(o.TS)
 }
 
 // User is a cached users.info answer. Label is display_name → real_name → the ID.
