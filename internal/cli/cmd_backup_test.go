@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	boltstore "github.com/slackpoll/slackpoll/internal/bolt"
-	"github.com/slackpoll/slackpoll/internal/readfixture"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
+	"github.com/slackpoll/slackpoll/internal/testsupport/readfixture"
 )
 
 // exportFile is the export of the store file at path.

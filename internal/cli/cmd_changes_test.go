@@ -14,8 +14,8 @@ import (
 
 	boltstore "github.com/slackpoll/slackpoll/internal/bolt"
 	"github.com/slackpoll/slackpoll/internal/httpapi"
-	"github.com/slackpoll/slackpoll/internal/readfixture"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
+	"github.com/slackpoll/slackpoll/internal/testsupport/readfixture"
 )
 
 // `slackpoll once` with a webhook whose receiver refuses: the tick writes the changes

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/slackpoll/slackpoll/internal/readfixture"
+	"github.com/slackpoll/slackpoll/internal/testsupport/readfixture"
 )
 
 // `slackpoll healthcheck` is the distroless image's health check (no curl there):

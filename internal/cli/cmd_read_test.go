@@ -3,8 +3,8 @@ package cli
 import (
 	"testing"
 
-	"github.com/slackpoll/slackpoll/internal/readfixture"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
+	"github.com/slackpoll/slackpoll/internal/testsupport/readfixture"
 )
 
 const newTS = "1790000000.000300"

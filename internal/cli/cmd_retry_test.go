@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/slackpoll/slackpoll/internal/readfixture"
+	"github.com/slackpoll/slackpoll/internal/testsupport/readfixture"
 )
 
 // `slackpoll retry` makes the conversations waiting after an error due at the next

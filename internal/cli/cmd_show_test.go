@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slackpoll/slackpoll/internal/readfixture"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
+	"github.com/slackpoll/slackpoll/internal/testsupport/readfixture"
 )
 
 // showCases run against the store file and, with the store locked, through the API:

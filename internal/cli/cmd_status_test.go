@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/slackpoll/slackpoll/internal/readfixture"
 	"github.com/slackpoll/slackpoll/internal/status"
+	"github.com/slackpoll/slackpoll/internal/testsupport/readfixture"
 )
 
 func TestStatusReadsTheStoreWhenNoDaemonHoldsIt(t *testing.T) {

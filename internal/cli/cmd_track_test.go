@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/slackpoll/slackpoll/internal/converge"
-	"github.com/slackpoll/slackpoll/internal/readfixture"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 	"github.com/slackpoll/slackpoll/internal/slackfake"
+	"github.com/slackpoll/slackpoll/internal/testsupport/readfixture"
 )
 
 // A user tracks a reply our app posted in a thread older than the bulk window, before

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/slackpoll/slackpoll/internal/httpapi"
-	"github.com/slackpoll/slackpoll/internal/readfixture"
+	"github.com/slackpoll/slackpoll/internal/testsupport/readfixture"
 )
 
 // cfgOpts are the config keys the read-command tests vary.

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/slackpoll/slackpoll/internal/readfixture"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
+	"github.com/slackpoll/slackpoll/internal/testsupport/readfixture"
 )
 
 func TestParseMessageRef(t *testing.T) {

@@ -62,7 +62,7 @@ var outpaced = []struct {
 // After the last change the read model must equal the truth (converge.Diff) within
 // convergenceBound (from the rotation period the poller reports), stay equal for a
 // further full tail rotation, and the request log must obey the pacing rules
-// (checkPacing, with internal/compliance).
+// (checkPacing, with internal/testsupport/compliance).
 func TestConvergesUnderMutationsAndFaults(t *testing.T) {
 	var agg aggregate
 	t.Run("seeds", func(t *testing.T) {

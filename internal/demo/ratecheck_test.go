@@ -8,9 +8,9 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/slackpoll/slackpoll/internal/compliance"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 	"github.com/slackpoll/slackpoll/internal/slackfake"
+	"github.com/slackpoll/slackpoll/internal/testsupport/compliance"
 )
 
 // pacingJitter absorbs float rounding in x/time/rate's delays; in virtual time
@@ -18,7 +18,7 @@ import (
 const pacingJitter = time.Millisecond
 
 // checkPacing checks the fake's request log against the client's pacing rules
-// (README, "How it works") with internal/compliance: rates and even spacing at the client's
+// (README, "How it works") with internal/testsupport/compliance: rates and even spacing at the client's
 // rates, and no call before the wait a 429 asked for. It returns the violations and
 // the report of the 429s.
 func checkPacing(reqs []slackfake.Request, clientRates map[string]float64, fakeRates map[string]int) ([]string, compliance.RetryAfterReport) {

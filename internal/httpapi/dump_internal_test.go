@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/slackpoll/slackpoll/internal/readfixture"
+	"github.com/slackpoll/slackpoll/internal/testsupport/readfixture"
 )
 
 // goneClient is a ResponseWriter whose client hung up: every write fails.

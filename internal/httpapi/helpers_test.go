@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/slackpoll/slackpoll/internal/httpapi"
-	"github.com/slackpoll/slackpoll/internal/readfixture"
+	"github.com/slackpoll/slackpoll/internal/testsupport/readfixture"
 )
 
 // env is an API server over a polled fixture store, with its metrics wired into the

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/slackpoll/slackpoll/internal/httpapi"
-	"github.com/slackpoll/slackpoll/internal/readfixture"
+	"github.com/slackpoll/slackpoll/internal/testsupport/readfixture"
 )
 
 // lockedBuffer is a goroutine-safe log sink.

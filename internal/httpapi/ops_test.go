@@ -14,9 +14,9 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/slackpoll/slackpoll/internal/httpapi"
-	"github.com/slackpoll/slackpoll/internal/readfixture"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 	"github.com/slackpoll/slackpoll/internal/status"
+	"github.com/slackpoll/slackpoll/internal/testsupport/readfixture"
 )
 
 func TestStatusIsTheReportOfTheRunningDaemon(t *testing.T) {

@@ -6,8 +6,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/slackpoll/slackpoll/internal/readfixture"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
+	"github.com/slackpoll/slackpoll/internal/testsupport/readfixture"
 )
 
 type messagePage struct {

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/slackpoll/slackpoll/internal/httpapi"
-	"github.com/slackpoll/slackpoll/internal/readfixture"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
+	"github.com/slackpoll/slackpoll/internal/testsupport/readfixture"
 )
 
 func TestTrackAddsANeverPolledMessageWithItsRecord(t *testing.T) {

@@ -4,9 +4,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/slackpoll/slackpoll/internal/readfixture"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 	"github.com/slackpoll/slackpoll/internal/status"
+	"github.com/slackpoll/slackpoll/internal/testsupport/readfixture"
 )
 
 // A configured webhook with nothing left to deliver is listed at 0, so that status

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slackpoll/slackpoll/internal/readfixture"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 	"github.com/slackpoll/slackpoll/internal/status"
+	"github.com/slackpoll/slackpoll/internal/testsupport/readfixture"
 )
 
 func build(t *testing.T, f *readfixture.Fixture, running bool) status.Report {

@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slackpoll/slackpoll/internal/readfixture"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 	"github.com/slackpoll/slackpoll/internal/status"
+	"github.com/slackpoll/slackpoll/internal/testsupport/readfixture"
 )
 
 func TestWriteText(t *testing.T) {

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	boltstore "github.com/slackpoll/slackpoll/internal/bolt"
-	"github.com/slackpoll/slackpoll/internal/compliance"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
+	"github.com/slackpoll/slackpoll/internal/testsupport/compliance"
 )
 
 // afterKill is what checkStore learned from a store left by a dead process.

@@ -10,8 +10,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/slackpoll/slackpoll/internal/compliance"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
+	"github.com/slackpoll/slackpoll/internal/testsupport/compliance"
 )
 
 // TestRestartCheckSeesLostPacingState shows that CheckRestarts, as TestCrashSafety

@@ -11,10 +11,10 @@ import (
 	"time"
 
 	boltstore "github.com/slackpoll/slackpoll/internal/bolt"
-	"github.com/slackpoll/slackpoll/internal/compliance"
 	"github.com/slackpoll/slackpoll/internal/converge"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 	"github.com/slackpoll/slackpoll/internal/slackfake"
+	"github.com/slackpoll/slackpoll/internal/testsupport/compliance"
 )
 
 // raEvery is how often (in kills) the fake's history window is filled before a

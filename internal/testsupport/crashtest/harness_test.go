@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slackpoll/slackpoll/internal/compliance"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 	"github.com/slackpoll/slackpoll/internal/slackfake"
+	"github.com/slackpoll/slackpoll/internal/testsupport/compliance"
 )
 
 // Rates of the client (slack.rates) and of the fake. Every method is fast so that the

@@ -75,7 +75,7 @@ func slackpollBinary(t *testing.T) string {
 // whose reads it does not see, so without this a changed daemon would get the cached
 // verdict of the old one.
 func statSources() {
-	root, err := filepath.Abs("../..")
+	root, err := moduleRoot()
 	if err != nil {
 		return
 	}
@@ -88,4 +88,23 @@ func statSources() {
 		}
 		return nil
 	})
+}
+
+// moduleRoot returns the directory of the go.mod above the working directory (the
+// test's package directory).
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("no go.mod above %s", dir)
+		}
+		dir = parent
+	}
 }
