@@ -7,7 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
-	boltstore "github.com/slackpoll/slackpoll/internal/bolt"
+	"github.com/slackpoll/slackpoll/internal/boltstore"
 )
 
 // cmdBackup is `slackpoll backup FILE`: a consistent copy of the store in FILE, made

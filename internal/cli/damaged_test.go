@@ -10,7 +10,7 @@ import (
 
 	bbolt "go.etcd.io/bbolt"
 
-	boltstore "github.com/slackpoll/slackpoll/internal/bolt"
+	"github.com/slackpoll/slackpoll/internal/boltstore"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 )
 

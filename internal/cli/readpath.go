@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/slackpoll/slackpoll/config"
-	boltstore "github.com/slackpoll/slackpoll/internal/bolt"
+	"github.com/slackpoll/slackpoll/internal/boltstore"
 )
 
 // readLockTimeout bounds the wait for the store's lock in the read commands. The

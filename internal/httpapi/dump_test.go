@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	boltstore "github.com/slackpoll/slackpoll/internal/bolt"
+	"github.com/slackpoll/slackpoll/internal/boltstore"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 )
 

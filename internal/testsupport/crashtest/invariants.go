@@ -7,7 +7,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	boltstore "github.com/slackpoll/slackpoll/internal/bolt"
+	"github.com/slackpoll/slackpoll/internal/boltstore"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 	"github.com/slackpoll/slackpoll/internal/slackfake"
 )
@@ -139,7 +139,7 @@ func plainReplies(reps []rm.Message) []rm.TS {
 
 // messageRefs walks chan/<channel>/m in the raw file: the store's interface lists
 // timeline messages and threads, but an orphan reply is in neither, so only the
-// bucket walk finds every record (see internal/bolt/doc.go for the layout).
+// bucket walk finds every record (see internal/boltstore/doc.go for the layout).
 func messageRefs(db *bolt.DB) ([]rm.Ref, error) {
 	var refs []rm.Ref
 	err := db.View(func(tx *bolt.Tx) error {

@@ -71,7 +71,7 @@ func TestRestartCheckSeesLostPacingState(t *testing.T) {
 	t.Logf("caught: %s", r.Violations[0])
 }
 
-// forgetPacing empties the pacing bucket of a store (see internal/bolt/doc.go).
+// forgetPacing empties the pacing bucket of a store (see internal/boltstore/doc.go).
 func forgetPacing(t *testing.T, path string) {
 	t.Helper()
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
