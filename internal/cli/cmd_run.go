@@ -11,7 +11,7 @@ import (
 	"github.com/slackpoll/slackpoll/config"
 	"github.com/slackpoll/slackpoll/internal/boltstore"
 	"github.com/slackpoll/slackpoll/internal/changefeed"
-	"github.com/slackpoll/slackpoll/internal/httpapi"
+	"github.com/slackpoll/slackpoll/internal/metrics"
 	"github.com/slackpoll/slackpoll/internal/poller"
 	"github.com/slackpoll/slackpoll/internal/webhook"
 )
@@ -23,7 +23,7 @@ type daemon struct {
 	store  *boltstore.Store
 	poller *poller.Poller
 	// metrics receive the Slack client's and the poller's hooks; the read API serves them.
-	metrics *httpapi.Metrics
+	metrics *metrics.Metrics
 	// notifier wakes the API's long polls when the writer commits changes; deliverer
 	// POSTs them to the webhooks (nil without webhooks).
 	notifier  *changefeed.Notifier
@@ -59,18 +59,18 @@ func (c *cmdCtx) startDaemon() (*daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	metrics := httpapi.NewMetrics()
-	metrics.SetTickConfig(cfg.Tick.Interval.D(), cfg.Tick.SoftDeadline.D())
-	src, err := newSource(cfg, store, log, nil, metrics.OnCall, metrics.OnClockSkew)
+	m := metrics.New()
+	m.SetTickConfig(cfg.Tick.Interval.D(), cfg.Tick.SoftDeadline.D())
+	src, err := newSource(cfg, store, log, nil, m.OnCall, m.OnClockSkew)
 	if err != nil {
 		_ = store.Close() // the configuration error is the one to report
 		return nil, &exitError{ExitUsage, err}
 	}
-	d := &daemon{cfg: cfg, log: log, store: store, metrics: metrics, notifier: &changefeed.Notifier{}, reloadable: rl, slackNow: src.SlackNow}
+	d := &daemon{cfg: cfg, log: log, store: store, metrics: m, notifier: &changefeed.Notifier{}, reloadable: rl, slackNow: src.SlackNow}
 	d.deliverer = d.newDeliverer()
-	metrics.SetWebhooks(webhookNames(cfg))
+	m.SetWebhooks(webhookNames(cfg))
 	pc := pollerConfig(cfg, log)
-	pc.OnTick = metrics.OnTick
+	pc.OnTick = m.OnTick
 	pc.ClockSkew = src.ClockSkew
 	pc.Feed = feedConfig(cfg)
 	pc.OnChanges = d.changesCommitted

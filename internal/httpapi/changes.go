@@ -105,9 +105,9 @@ func (a *api) changes(w http.ResponseWriter, r *http.Request) {
 		if p.Next < p.Last && ctx.Err() == nil {
 			continue
 		}
-		a.metrics.longPolls.Inc()
+		done := a.metrics.LongPoll()
 		err = a.notifier.Wait(ctx, p.Last)
-		a.metrics.longPolls.Dec()
+		done()
 		if err != nil {
 			p.Next = after
 			writeJSON(w, http.StatusOK, p)

@@ -14,11 +14,12 @@ import (
 	"github.com/slackpoll/slackpoll/internal/boltstore"
 	"github.com/slackpoll/slackpoll/internal/changefeed"
 	"github.com/slackpoll/slackpoll/internal/httpapi"
+	"github.com/slackpoll/slackpoll/internal/metrics"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 )
 
 type feedEnv struct {
-	metrics  *httpapi.Metrics
+	metrics  *metrics.Metrics
 	store    *boltstore.Store
 	notifier *changefeed.Notifier
 	srv      *httptest.Server
@@ -32,7 +33,7 @@ func newFeedEnv(t *testing.T) *feedEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Close() })
-	e := &feedEnv{store: s, notifier: &changefeed.Notifier{}, metrics: httpapi.NewMetrics()}
+	e := &feedEnv{store: s, notifier: &changefeed.Notifier{}, metrics: metrics.New()}
 	h := httpapi.New(httpapi.Options{Store: s, Notifier: e.notifier, OnRequeue: func() { e.requeued++ }, Metrics: e.metrics, Webhooks: []string{"app", "idle"}})
 	e.srv = httptest.NewServer(h)
 	t.Cleanup(e.srv.Close)

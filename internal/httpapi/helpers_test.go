@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/slackpoll/slackpoll/internal/httpapi"
+	"github.com/slackpoll/slackpoll/internal/metrics"
 	"github.com/slackpoll/slackpoll/internal/testsupport/readfixture"
 )
 
@@ -18,7 +19,7 @@ import (
 // fixture's Slack client and poller as the daemon wires them.
 type env struct {
 	f       *readfixture.Fixture
-	metrics *httpapi.Metrics
+	metrics *metrics.Metrics
 	srv     *httptest.Server
 	token   string
 }
@@ -33,7 +34,7 @@ type envOpts struct {
 
 func newEnv(t *testing.T, o envOpts) *env {
 	t.Helper()
-	m := httpapi.NewMetrics()
+	m := metrics.New()
 	f := readfixture.New(t, readfixture.Options{OnCall: m.OnCall, OnTick: m.OnTick})
 	ready := o.ready
 	if ready == nil {

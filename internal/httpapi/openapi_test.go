@@ -29,6 +29,7 @@ import (
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 
 	"github.com/slackpoll/slackpoll/internal/changefeed"
+	"github.com/slackpoll/slackpoll/internal/metrics"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 	"github.com/slackpoll/slackpoll/internal/testsupport/readfixture"
 )
@@ -83,7 +84,7 @@ func (r *routeList) Handle(p string, _ http.Handler) { *r = append(*r, p) }
 func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 	doc := loadDoc(t)
 	var registered routeList
-	(&api{metrics: NewMetrics()}).routes(&registered)
+	(&api{metrics: metrics.New()}).routes(&registered)
 	code := map[op]bool{}
 	for _, p := range registered {
 		code[op(p)] = true
@@ -208,7 +209,7 @@ func (s *sourceStatuses) handlerNames() map[op]string {
 				out[op(pattern)] = h.Name
 			case *ast.SelectorExpr:
 				out[op(pattern)] = h.Sel.Name
-			case *ast.CallExpr: // a.metrics.handler()
+			case *ast.CallExpr: // a.metrics.Handler()
 				if sel, ok := h.Fun.(*ast.SelectorExpr); ok {
 					out[op(pattern)] = sel.Sel.Name
 				}

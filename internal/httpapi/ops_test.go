@@ -13,7 +13,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/slackpoll/slackpoll/internal/httpapi"
+	"github.com/slackpoll/slackpoll/internal/metrics"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 	"github.com/slackpoll/slackpoll/internal/status"
 	"github.com/slackpoll/slackpoll/internal/testsupport/readfixture"
@@ -95,7 +95,7 @@ func TestReadyz(t *testing.T) {
 }
 
 func TestMetricsReadyFollowsTheToken(t *testing.T) {
-	m := httpapi.NewMetrics()
+	m := metrics.New()
 	if m.Ready() == nil {
 		t.Error("Ready before any Slack answer = nil, want an error")
 	}

@@ -38,6 +38,7 @@ import (
 	"time"
 
 	"github.com/slackpoll/slackpoll/internal/changefeed"
+	"github.com/slackpoll/slackpoll/internal/metrics"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 )
 
@@ -58,8 +59,8 @@ type Options struct {
 	// accepted the token); nil means always. /readyz also checks the store.
 	Ready func() error
 	// Metrics receives the poller's and the Slack client's hooks and is served on
-	// /metrics; nil serves a fresh NewMetrics (store gauges only).
-	Metrics *Metrics
+	// /metrics; nil serves a fresh metrics.New (store gauges only).
+	Metrics *metrics.Metrics
 	// Logger gets one debug line per request and the details of 500s; nil discards.
 	Logger *slog.Logger
 	// Now is the clock of the status report and the store gauges; nil is time.Now.
@@ -95,7 +96,7 @@ type api struct {
 	notifier   *changefeed.Notifier
 	onRequeue  func()
 	webhooks   []string
-	metrics    *Metrics
+	metrics    *metrics.Metrics
 	running    func() (rm.TickRunning, bool)
 	current    func() []string
 }
@@ -125,9 +126,9 @@ func New(opts Options) http.Handler {
 	}
 	m := opts.Metrics
 	if m == nil {
-		m = NewMetrics()
+		m = metrics.New()
 	}
-	m.watch(a.statusInput, a.store)
+	m.Watch(a.statusInput, a.store)
 	a.metrics = m
 
 	mux := http.NewServeMux()
@@ -169,7 +170,7 @@ func (a *api) routes(mux router) {
 	mux.HandleFunc("GET /healthz", healthz)
 	mux.HandleFunc("GET /readyz", a.readyz)
 	mux.HandleFunc("GET /v1/openapi.json", openapi)
-	mux.Handle("GET /metrics", a.metrics.handler())
+	mux.Handle("GET /metrics", a.metrics.Handler())
 }
 
 // NewServer returns an http.Server for h on addr with timeouts that keep a slow or

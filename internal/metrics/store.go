@@ -1,4 +1,4 @@
-package httpapi
+package metrics
 
 import (
 	"sync"
@@ -52,8 +52,9 @@ type storeCollector struct {
 	store rm.Store
 }
 
-// watch points the store gauges at store; New calls it.
-func (m *Metrics) watch(input func() status.Input, store rm.Store) {
+// Watch points the store gauges at store, described by input (the status report's
+// input); httpapi.New calls it.
+func (m *Metrics) Watch(input func() status.Input, store rm.Store) {
 	m.store.mu.Lock()
 	defer m.store.mu.Unlock()
 	m.store.input, m.store.store = input, store

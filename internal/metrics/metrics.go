@@ -1,4 +1,7 @@
-package httpapi
+// Package metrics holds the daemon's Prometheus metrics: what the poller, the Slack
+// client and the webhook deliverers report through their hooks, and gauges read from
+// the store at scrape time. The read API (internal/httpapi) serves them on /metrics.
+package metrics
 
 import (
 	"errors"
@@ -15,9 +18,9 @@ import (
 )
 
 // Metrics are slackpoll's Prometheus metrics, in a registry of their own. The daemon
-// feeds them through two hooks — OnCall (slackapi.Options.OnCall) and OnTick
-// (poller.Config.OnTick) — and New serves them on /metrics together with
-// gauges read from the store at scrape time. All names start with slackpoll_:
+// feeds them through its hooks — OnCall (slackapi.Options.OnCall), OnTick
+// (poller.Config.OnTick), OnDelivery (webhook.Deliverer.OnOutcome) — and Handler
+// serves them together with gauges read from the store at scrape time (Watch). All names start with slackpoll_:
 //
 //	slackpoll_slack_calls_total{method,outcome}            HTTP attempts to Slack; outcome ok, rate_limited, retry, canceled, transient, item, conversation, token
 //	slackpoll_slack_rate_limited_total{method}             HTTP 429 answers
@@ -94,8 +97,8 @@ const (
 	tokenRejected
 )
 
-// NewMetrics returns the metrics with every counter at zero.
-func NewMetrics() *Metrics {
+// New returns the metrics with every counter at zero.
+func New() *Metrics {
 	m := &Metrics{reg: prometheus.NewRegistry(), after429: map[string]bool{}}
 	m.calls = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "slackpoll_slack_calls_total", Help: "HTTP attempts to the Slack Web API, by method and outcome.",
@@ -218,7 +221,7 @@ func (m *Metrics) OnDelivery(webhook, outcome string) {
 
 // SetWebhooks names the configured webhooks, so that their delivery counters are
 // exported from the start, at 0. (Their outbox gauges come from the status report,
-// which lists every configured webhook: Options.Webhooks.)
+// which lists every configured webhook: httpapi.Options.Webhooks.)
 func (m *Metrics) SetWebhooks(names []string) {
 	for _, n := range names {
 		m.fenced.WithLabelValues(n)
@@ -230,7 +233,7 @@ func (m *Metrics) SetWebhooks(names []string) {
 
 // Ready reports whether Slack has accepted the token: nil once a Slack call was
 // answered successfully, an error before any was, or after Slack rejected the token
-// (invalid_auth, token_revoked, ...). It fits Options.Ready.
+// (invalid_auth, token_revoked, ...). It fits httpapi.Options.Ready.
 func (m *Metrics) Ready() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -246,6 +249,14 @@ func (m *Metrics) Ready() error {
 // Registry returns the registry, to add collectors of the caller's.
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
-func (m *Metrics) handler() http.Handler {
+// Handler serves the metrics in Prometheus's text format.
+func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
+
+// LongPoll counts a GET /v1/changes request that waits for a change, until the
+// returned function is called.
+func (m *Metrics) LongPoll() (done func()) {
+	m.longPolls.Inc()
+	return m.longPolls.Dec
 }
