@@ -14,13 +14,13 @@ func isOwn(m *Message, id *Identity) bool {
 	return m.Subtype == SubtypeBotMessage
 }
 
-// merge returns the record to store for a message just read (rule 2: its Slack state
-// is replaced whole), carrying over only what polling owns: the reply watermark, the
-// record key. A tombstone is a placeholder, not the message (rule 4): the stored
-// message is marked deleted and keeps its last known content, taking only reply_count
-// and latest_reply from the tombstone. A parent first seen as a tombstone has no
-// known content, and the tombstone's is not the message's: it stays empty (its label
-// says deleted, UserLabel).
+// merge returns the record to store for a message just read (its Slack state is
+// replaced whole: README, "Replace on read"), carrying over only what polling owns: the
+// reply watermark, the record key. A tombstone is a placeholder, not the message
+// (absence is not erasure): the stored message is marked deleted and keeps its last
+// known content, taking only reply_count and latest_reply from the tombstone. A parent
+// first seen as a tombstone has no known content, and the tombstone's is not the
+// message's: it stays empty (its label says deleted, UserLabel).
 func merge(old *Message, read Message, id *Identity, now time.Time) Message {
 	m := read
 	if read.Subtype == SubtypeTombstone {

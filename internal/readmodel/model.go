@@ -1,8 +1,3 @@
-// Package readmodel is slackpoll's domain: the read model of Slack conversations
-// (messages, threads, reactions, users), the Store and Source ports it is written
-// through, and the Poller that keeps it current by the replace-on-read contract of
-// README, "Replace on read". It depends on the standard library only; bbolt and slack-go live in
-// the adapter packages internal/bolt and internal/slackapi.
 package readmodel
 
 import (

@@ -12,8 +12,8 @@ var ErrStopIteration = errors.New("stop iteration")
 
 // Store is the persistent read model. All writes happen inside Update, in one
 // transaction: either everything fn wrote is committed, or (fn returned an error, or the
-// process died) nothing is. That is what rule 3 of replace-on-read rests on.
-// Implementations: internal/boltstore (bbolt), and an in-memory one in tests.
+// process died) nothing is: a fetch cut short writes nothing (README, "Replace on
+// read"). Implementation: internal/boltstore (bbolt).
 type Store interface {
 	// View runs fn in a read-only transaction. Values returned by Tx methods are copies
 	// and stay valid after fn returns.

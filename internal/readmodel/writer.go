@@ -12,7 +12,7 @@ import (
 // a feedTx, which appends what changed to the change feed in the same transaction.
 // The streams of a tick call it concurrently; bbolt runs one write transaction at a
 // time, and mu keeps the read-modify-write of each method whole for stores that do
-// not.
+// not. Every method's error is the store's, wrapped so that errors.Is(err, ErrStore).
 type Writer struct {
 	store Store
 	mu    sync.Mutex
@@ -87,12 +87,13 @@ type Applied struct {
 	Fresh bool
 }
 
-// ApplyReads writes messages just read (rule 1: each replaced whole), tracks the
-// parent of a reply the store lacks, and reports each one written. started is when the
-// call that read them started, and becomes their last_polled_at: the streams of a tick
-// read concurrently, and a read that started before the stored copy's own read is
-// older than it and is not applied (the newer read wins, whatever order the calls
-// finish in: a slow answer must not put back what a later read replaced).
+// ApplyReads writes messages just read (each replaced whole: README, "Replace on
+// read"), tracks the parent of a reply the store lacks, and reports each one written.
+// started is when the call that read them started, and becomes their last_polled_at:
+// the streams of a tick read concurrently, and a read that started before the stored
+// copy's own read is older than it and is not applied (the newer read wins, whatever
+// order the calls finish in: a slow answer must not put back what a later read
+// replaced).
 func (w *Writer) ApplyReads(msgs []Message, id *Identity, started time.Time) ([]Applied, error) {
 	now := started
 	var out []Applied
@@ -144,13 +145,14 @@ func (w *Writer) TrackUnread(ch string, tss []TS) error {
 	})
 }
 
-// MarkMissing applies rule 4 after a complete read of the timeline range from oldest
-// to latest (oldest excluded unless inclusive): stored timeline messages in it that
-// the read did not return get missing_since (kept if already set); nothing else is
-// changed or erased. touch also advances their last_polled_at: a range read re-reads
-// them, and a message absent from it must not stay first in the rotation. Never-read
-// placeholders are left alone and returned: a complete history read missing them may
-// mean a thread reply, which only conversations.replies can tell (locate).
+// MarkMissing applies absence-is-not-erasure (README, "Replace on read") after a
+// complete read of the timeline range from oldest to latest (oldest excluded unless
+// inclusive): stored timeline messages in it that the read did not return get
+// missing_since (kept if already set); nothing else is changed or erased. touch also
+// advances their last_polled_at: a range read re-reads them, and a message absent from
+// it must not stay first in the rotation. Never-read placeholders are left alone and
+// returned: a complete history read missing them may mean a thread reply, which only
+// conversations.replies can tell (locate).
 func (w *Writer) MarkMissing(ch string, oldest, latest TS, inclusive bool, seen map[TS]bool, touch bool, now time.Time) (placeholders []Ref, err error) {
 	err = w.update(func(tx Tx) error {
 		placeholders = placeholders[:0]
