@@ -10,6 +10,7 @@ import (
 	"github.com/slackpoll/slackpoll/internal/poller"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 	"github.com/slackpoll/slackpoll/internal/slackfake"
+	"github.com/slackpoll/slackpoll/internal/testsupport/mock"
 )
 
 // backlogWorkspace adds to fake a busy channel with 80 messages five minutes apart
@@ -56,7 +57,17 @@ func TestNonMarketplaceBacklogWithAnUndecodableMessageIsReadWhole(t *testing.T) 
 		fake, rates := nonMarketplaceFake(t)
 		convs := backlogWorkspace(t, fake)
 		store := openTestStore(t)
-		p := poller.New(store, &faultOnResume{Source: fakeSource(t, fake, rates, store), fake: fake}, poller.Config{Conversations: convs, Budget: defaultBudget, Rates: rates, OnTick: func(s rm.TickSummary) {
+		// One BadMessage fault goes into the first page of the first resumed walk
+		// (latest set, not inclusive).
+		client, done := fakeSource(t, fake, rates, store), false
+		faultOnResume := &mock.Source{Next: client, HistoryFn: func(ctx context.Context, req rm.HistoryRequest) (rm.Page, error) {
+			if !done && req.Latest != "" && !req.Inclusive {
+				done = true
+				fake.InjectFault(slackfake.Fault{Method: "conversations.history", Kind: slackfake.BadMessage})
+			}
+			return client.History(ctx, req)
+		}}
+		p := poller.New(store, faultOnResume, poller.Config{Conversations: convs, Budget: defaultBudget, Rates: rates, OnTick: func(s rm.TickSummary) {
 			if len(s.Errors) > 0 {
 				t.Logf("%s calls %v stop %s errors %q", s.Started.Format("15:04"), s.Calls, s.StopReason, s.Errors)
 			}
@@ -64,20 +75,4 @@ func TestNonMarketplaceBacklogWithAnUndecodableMessageIsReadWhole(t *testing.T) 
 		runFor(t, p, 3*time.Hour)
 		requireMatchesWorkspace(t, store, fake, convs)
 	})
-}
-
-// faultOnResume injects one BadMessage fault into the first page of the first resumed
-// walk (latest set, not inclusive).
-type faultOnResume struct {
-	rm.Source
-	fake *slackfake.Server
-	done bool
-}
-
-func (f *faultOnResume) History(ctx context.Context, req rm.HistoryRequest) (rm.Page, error) {
-	if !f.done && req.Latest != "" && !req.Inclusive {
-		f.done = true
-		f.fake.InjectFault(slackfake.Fault{Method: "conversations.history", Kind: slackfake.BadMessage})
-	}
-	return f.Source.History(ctx, req)
 }

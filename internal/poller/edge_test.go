@@ -3,31 +3,13 @@ package poller_test
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/slackpoll/slackpoll/internal/poller"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
+	"github.com/slackpoll/slackpoll/internal/testsupport/mock"
 )
-
-// hook lets a test act on History requests.
-type hook struct {
-	*stubSource
-	mu sync.Mutex
-	fn func(req rm.HistoryRequest, p rm.Page, err error) (rm.Page, error)
-}
-
-func (h *hook) History(ctx context.Context, req rm.HistoryRequest) (rm.Page, error) {
-	p, err := h.stubSource.History(ctx, req)
-	h.mu.Lock()
-	fn := h.fn
-	h.mu.Unlock()
-	if fn != nil {
-		return fn(req, p, err)
-	}
-	return p, err
-}
 
 func present(src *stubSource) []rm.TS {
 	src.mu.Lock()
@@ -95,11 +77,12 @@ func TestEdgeCursorFaultsDuringResume(t *testing.T) {
 			src.addChannel(ch)
 			src.pageSize = 5
 			all := postN(src, 40, 3000)
-			h := &hook{stubSource: src}
+			h := &mock.Source{Next: src}
 			p, store, clock := windowPoller(t, h, 3)
 			mustTick(t, p)
 			faults := 3
-			h.fn = func(req rm.HistoryRequest, pg rm.Page, err error) (rm.Page, error) {
+			h.HistoryFn = func(ctx context.Context, req rm.HistoryRequest) (rm.Page, error) {
+				pg, err := src.History(ctx, req)
 				if req.Latest != "" && req.Cursor != "" && faults > 0 {
 					faults--
 					if kind == "repeat" {

@@ -7,23 +7,8 @@ import (
 
 	"github.com/slackpoll/slackpoll/internal/poller"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
+	"github.com/slackpoll/slackpoll/internal/testsupport/mock"
 )
-
-// failingRange fails every tail range read covering ts with a transient error (after
-// slackapi's own retries: a 503 every time) while on is set.
-type failingRange struct {
-	*stubSource
-	ts rm.TS
-	on *bool
-}
-
-func (s failingRange) History(ctx context.Context, req rm.HistoryRequest) (rm.Page, error) {
-	p, err := s.stubSource.History(ctx, req)
-	if *s.on && req.Latest != "" && !req.Latest.Before(s.ts) && !s.ts.Before(req.Oldest) {
-		return rm.Page{}, transient()
-	}
-	return p, err
-}
 
 // A tile whose read keeps failing costs one call per backoff period, not one per
 // message: only the failed read's anchor backed off, so each of the tile's other
@@ -32,8 +17,17 @@ func (s failingRange) History(ctx context.Context, req rm.HistoryRequest) (rm.Pa
 // whenever the tile came off its backoff.
 func TestAFailingTileIsNotReadOncePerMessage(t *testing.T) {
 	src, store, clock, tss := tiledStore(t)
+	// Every tail range read covering tss[20] fails with a transient error (after
+	// slackapi's own retries: a 503 every time) while on is set.
 	on := false
-	p := poller.New(store, failingRange{src, tss[20], &on}, poller.Config{Conversations: []string{ch}, Now: clock.Now,
+	failingRange := &mock.Source{Next: src, HistoryFn: func(ctx context.Context, req rm.HistoryRequest) (rm.Page, error) {
+		p, err := src.History(ctx, req)
+		if on && req.Latest != "" && !req.Latest.Before(tss[20]) && !tss[20].Before(req.Oldest) {
+			return rm.Page{}, transient()
+		}
+		return p, err
+	}}
+	p := poller.New(store, failingRange, poller.Config{Conversations: []string{ch}, Now: clock.Now,
 		Budget: poller.Budget{HistoryCalls: 30, RepliesCalls: 1, UsersInfoCalls: 10}})
 	mustTick(t, p) // learns the page cap
 	clock.Advance(time.Minute)

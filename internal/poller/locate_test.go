@@ -11,6 +11,7 @@ import (
 
 	"github.com/slackpoll/slackpoll/internal/poller"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
+	"github.com/slackpoll/slackpoll/internal/testsupport/mock"
 )
 
 // oldThread posts, older than the bulk window, a parent with two replies, so that
@@ -137,23 +138,19 @@ func TestTrackedMessageFoundNowhereIsMissing(t *testing.T) {
 	}
 }
 
-// badParentOnLocate answers every locate call (conversations.replies, limit 1) with
-// the thread's parent undecodable, as slack-go fails a message with a field it cannot
-// read, while faulty is set.
-type badParentOnLocate struct {
-	*stubSource
-	parent rm.TS
-	faulty bool
-}
-
-func (s *badParentOnLocate) Replies(ctx context.Context, req rm.RepliesRequest) (rm.Page, error) {
-	p, err := s.stubSource.Replies(ctx, req)
-	if err != nil || !s.faulty || req.Limit != 1 {
-		return p, err
-	}
-	p.Messages = slices.DeleteFunc(p.Messages, func(m rm.Message) bool { return m.TS == s.parent })
-	p.Skipped = append(p.Skipped, rm.ItemError{TS: s.parent, Err: "decode message: numeric latest_reply"})
-	return p, nil
+// badParentOnLocate returns src answering every locate call (conversations.replies,
+// limit 1) with the thread's parent undecodable, as slack-go fails a message with a
+// field it cannot read, while *faulty is set.
+func badParentOnLocate(src *stubSource, parent rm.TS, faulty *bool) *mock.Source {
+	return &mock.Source{Next: src, RepliesFn: func(ctx context.Context, req rm.RepliesRequest) (rm.Page, error) {
+		p, err := src.Replies(ctx, req)
+		if err != nil || !*faulty || req.Limit != 1 {
+			return p, err
+		}
+		p.Messages = slices.DeleteFunc(p.Messages, func(m rm.Message) bool { return m.TS == parent })
+		p.Skipped = append(p.Skipped, rm.ItemError{TS: parent, Err: "decode message: numeric latest_reply"})
+		return p, nil
+	}}
 }
 
 // An undecodable parent in locate's answer is Slack naming a thread, not saying the
@@ -164,10 +161,10 @@ func TestLocateAnswerWithAnUndecodableParentIsNotAbsence(t *testing.T) {
 	src := newStub()
 	src.addChannel(ch)
 	parent, _, r2 := oldThread(src)
-	faulty := &badParentOnLocate{stubSource: src, parent: parent, faulty: true}
+	faulty := true
 	store := openStore(t)
 	clock := &fixedClock{t: epoch}
-	p := poller.New(store, faulty, poller.Config{Conversations: []string{ch}, Budget: defaultBudget(), Now: clock.Now})
+	p := poller.New(store, badParentOnLocate(src, parent, &faulty), poller.Config{Conversations: []string{ch}, Budget: defaultBudget(), Now: clock.Now})
 	if err := rm.Track(store, ch, r2, "ticket-9"); err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +181,7 @@ func TestLocateAnswerWithAnUndecodableParentIsNotAbsence(t *testing.T) {
 	if m := getMsg(t, store, ch, r2); m.MissingSince != nil || m.LastPolledAt != nil {
 		t.Fatalf("tracked reply after a locate answer with an undecodable parent = %+v, want still unread and not missing", m)
 	}
-	faulty.faulty = false
+	faulty = false
 	for range 10 {
 		clock.Advance(time.Minute)
 		mustTick(t, p)
@@ -222,23 +219,25 @@ func TestAPlaceholderReadByItsThreadFirstIsNotLocated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The thread read waits for the range read to be done with (it queues the
-	// locate after its page): else it could store r2 before the range looked.
-	rangeRead := make(chan struct{})
+	// The thread read waits until the range read has looked at r2 (its complete
+	// read's transaction walked the timeline over r2, and queues the locate next):
+	// else it could store r2 before the range looked.
+	rangeLooked := make(chan struct{})
 	var once sync.Once
+	spy := timelineSpy{Store: store, ts: r2, done: func() { once.Do(func() { close(rangeLooked) }) }}
 	src.before = func(method string) {
 		if method != rm.MethodReplies {
 			return
 		}
 		select {
-		case <-rangeRead:
-			time.Sleep(50 * time.Millisecond)
+		case <-rangeLooked:
 		case <-time.After(5 * time.Second):
+			t.Error("no range read walked the timeline over r2 within 5 s")
 		}
 	}
-	faulty := &badParentOnLocate{stubSource: src, parent: parent, faulty: true}
+	faulty := true
 	clock := &fixedClock{t: epoch}
-	p := poller.New(store, signalRange{faulty, func() { once.Do(func() { close(rangeRead) }) }},
+	p := poller.New(spy, badParentOnLocate(src, parent, &faulty),
 		poller.Config{Conversations: []string{ch}, Budget: defaultBudget(), Now: clock.Now})
 	mustTick(t, p)
 	var threadRead bool
@@ -256,18 +255,35 @@ func TestAPlaceholderReadByItsThreadFirstIsNotLocated(t *testing.T) {
 	}
 }
 
-// signalRange calls done after each tail range read (a history call with a latest).
-type signalRange struct {
-	*badParentOnLocate
+// timelineSpy is a Store that calls done once a write transaction that walked the
+// timeline from at or below ts (a complete read marking what it did not return:
+// Writer.MarkMissing) has committed.
+type timelineSpy struct {
+	rm.Store
+	ts   rm.TS
 	done func()
 }
 
-func (s signalRange) History(ctx context.Context, req rm.HistoryRequest) (rm.Page, error) {
-	p, err := s.badParentOnLocate.History(ctx, req)
-	if req.Latest != "" {
-		defer s.done()
+func (s timelineSpy) Update(fn func(rm.Tx) error) error {
+	walked := false
+	err := s.Store.Update(func(tx rm.Tx) error { return fn(timelineTx{tx, s.ts, &walked}) })
+	if err == nil && walked {
+		s.done()
 	}
-	return p, err
+	return err
+}
+
+type timelineTx struct {
+	rm.Tx
+	ts     rm.TS
+	walked *bool
+}
+
+func (tx timelineTx) Timeline(channel string, oldest, latest rm.TS, fn func(rm.Message) error) error {
+	if oldest != "" && !tx.ts.Before(oldest) {
+		*tx.walked = true
+	}
+	return tx.Tx.Timeline(channel, oldest, latest, fn)
 }
 
 // A tracked reply whose locate answers keep coming back with an undecodable parent is
@@ -286,7 +302,7 @@ func TestAReplyWhoseParentCannotBeDecodedDoesNotTakeEveryTailCall(t *testing.T) 
 		src.post(m)
 		others = append(others, m.TS)
 	}
-	faulty := &badParentOnLocate{stubSource: src, parent: parent, faulty: true}
+	faulty := true
 	store := openStore(t)
 	clock := &fixedClock{t: epoch}
 	for _, ts := range append([]rm.TS{r2}, others...) {
@@ -294,7 +310,7 @@ func TestAReplyWhoseParentCannotBeDecodedDoesNotTakeEveryTailCall(t *testing.T) 
 			t.Fatal(err)
 		}
 	}
-	p := poller.New(store, faulty, poller.Config{Conversations: []string{ch}, Now: clock.Now,
+	p := poller.New(store, badParentOnLocate(src, parent, &faulty), poller.Config{Conversations: []string{ch}, Now: clock.Now,
 		Budget: poller.Budget{HistoryCalls: 1, RepliesCalls: 1, UsersInfoCalls: 10}})
 	for range 30 {
 		mustTick(t, p)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/slackpoll/slackpoll/internal/poller"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
+	"github.com/slackpoll/slackpoll/internal/testsupport/mock"
 )
 
 const ch = "C0AAAAAAA"
@@ -111,14 +112,21 @@ func TestThreadFailingOnSecondPageWritesNothing(t *testing.T) {
 	src, _, store, clock, parent := polledThread(t, 1)
 
 	src.setThread(ch, parent, msg(ch, ts(900, 0), "U2", "r1 edited"), msg(ch, ts(800, 0), "U2", "r2"))
-	failing := &secondCallFails{stubSource: src}
+	// Every replies call after the first fails: a retry in the same tick fails too.
+	n := 0
+	failing := &mock.Source{Next: src, RepliesFn: func(ctx context.Context, req rm.RepliesRequest) (rm.Page, error) {
+		if n++; n >= 2 {
+			return rm.Page{}, transient()
+		}
+		return src.Replies(ctx, req)
+	}}
 	noTail := defaultBudget()
 	noTail.HistoryCalls = 1 // no second attempt through the tail in this tick
 	p := poller.New(store, failing, poller.Config{Conversations: []string{ch}, Budget: noTail, Now: clock.Now})
 	clock.Advance(time.Minute)
 	mustTick(t, p)
-	if failing.n < 2 {
-		t.Fatalf("replies calls = %d, want the second page attempted", failing.n)
+	if n < 2 {
+		t.Fatalf("replies calls = %d, want the second page attempted", n)
 	}
 	got := getReplies(t, store, ch, parent)
 	if len(got) != 1 || got[0].Text != "r1" {
@@ -127,20 +135,6 @@ func TestThreadFailingOnSecondPageWritesNothing(t *testing.T) {
 	if wm := getMsg(t, store, ch, parent).ReplyWatermark; wm != ts(900, 0) {
 		t.Fatalf("watermark = %s, want unchanged %s", wm, ts(900, 0))
 	}
-}
-
-// secondCallFails fails the second conversations.replies call it sees.
-type secondCallFails struct {
-	*stubSource
-	n int
-}
-
-func (s *secondCallFails) Replies(ctx context.Context, req rm.RepliesRequest) (rm.Page, error) {
-	s.n++
-	if s.n >= 2 { // every page after the first: a retry in the same tick fails too
-		return rm.Page{}, transient()
-	}
-	return s.stubSource.Replies(ctx, req)
 }
 
 func TestBudgetExhaustionMidThreadIsCleanStop(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/slackpoll/slackpoll/internal/poller"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
+	"github.com/slackpoll/slackpoll/internal/testsupport/mock"
 )
 
 // syncBuffer is a log destination the streams write concurrently.
@@ -44,20 +45,6 @@ func (s *syncBuffer) lines(t *testing.T, msg string) []map[string]any {
 	return out
 }
 
-// waitingStub reports every conversations.history call as waiting on its rate limit
-// until a fixed time, as slackapi.Client does while its pacer sleeps.
-type waitingStub struct {
-	*stubSource
-	until time.Time
-}
-
-func (w waitingStub) Waiting(method string) (time.Time, string, bool) {
-	if method == rm.MethodHistory {
-		return w.until, "rate limit", true
-	}
-	return time.Time{}, "", false
-}
-
 // A tick at 1 request a minute is minutes of waiting: it logs when it starts, the
 // first sync's least duration, and at least every 30 s what it reads, its calls so far
 // and which method waits until when.
@@ -73,7 +60,16 @@ func TestLongTickLogsProgress(t *testing.T) {
 			}
 		}
 		var logs syncBuffer
-		p := poller.New(openStore(t), waitingStub{src, time.Now().Add(time.Minute)}, poller.Config{
+		// Every conversations.history call waits on its rate limit until a fixed
+		// time, as slackapi.Client reports while its pacer sleeps.
+		until := time.Now().Add(time.Minute)
+		waitingSrc := &mock.Source{Next: src, WaitingFn: func(method string) (time.Time, string, bool) {
+			if method == rm.MethodHistory {
+				return until, "rate limit", true
+			}
+			return time.Time{}, "", false
+		}}
+		p := poller.New(openStore(t), waitingSrc, poller.Config{
 			Conversations: []string{"C1", "C2"}, Budget: defaultBudget(),
 			Rates:  map[string]float64{rm.MethodHistory: 1, rm.MethodReplies: 1},
 			Logger: slog.New(slog.NewJSONHandler(&logs, nil)),

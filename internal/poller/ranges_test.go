@@ -8,6 +8,7 @@ import (
 
 	"github.com/slackpoll/slackpoll/internal/poller"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
+	"github.com/slackpoll/slackpoll/internal/testsupport/mock"
 )
 
 // tiledStore stores 45 messages older than the bulk window (three tiles of 15: the
@@ -108,25 +109,24 @@ func TestAParentWhoseThreadAloneIsStaleDoesNotTakeTheHistoryCalls(t *testing.T) 
 	}
 }
 
-// pacedSource waits a minute before each history and replies call, as pacing does at
-// 1 request a minute, and says when the request went out.
-type pacedSource struct {
-	*stubSource
-	clock *fixedClock
-}
-
-func (s pacedSource) History(ctx context.Context, req rm.HistoryRequest) (rm.Page, error) {
-	s.clock.Advance(time.Minute)
-	p, err := s.stubSource.History(ctx, req)
-	p.SentAt = s.clock.Now()
-	return p, err
-}
-
-func (s pacedSource) Replies(ctx context.Context, req rm.RepliesRequest) (rm.Page, error) {
-	s.clock.Advance(time.Minute)
-	p, err := s.stubSource.Replies(ctx, req)
-	p.SentAt = s.clock.Now()
-	return p, err
+// pacedSource returns src waiting a minute before each history and replies call, as
+// pacing does at 1 request a minute, and saying when the request went out.
+func pacedSource(src *stubSource, clock *fixedClock) *mock.Source {
+	return &mock.Source{
+		Next: src,
+		HistoryFn: func(ctx context.Context, req rm.HistoryRequest) (rm.Page, error) {
+			clock.Advance(time.Minute)
+			p, err := src.History(ctx, req)
+			p.SentAt = clock.Now()
+			return p, err
+		},
+		RepliesFn: func(ctx context.Context, req rm.RepliesRequest) (rm.Page, error) {
+			clock.Advance(time.Minute)
+			p, err := src.Replies(ctx, req)
+			p.SentAt = clock.Now()
+			return p, err
+		},
+	}
 }
 
 // A message is read as of when its request went out, not as of before the pacing
@@ -134,7 +134,7 @@ func (s pacedSource) Replies(ctx context.Context, req rm.RepliesRequest) (rm.Pag
 // the reported staleness a minute too high and a rotation looked a call longer.
 func TestMessagesAreReadAsOfWhenTheRequestWentOut(t *testing.T) {
 	src, store, clock, tss := tiledStore(t, 20)
-	p := poller.New(store, pacedSource{src, clock}, poller.Config{Conversations: []string{ch}, Now: clock.Now,
+	p := poller.New(store, pacedSource(src, clock), poller.Config{Conversations: []string{ch}, Now: clock.Now,
 		Budget: poller.Budget{HistoryCalls: 2, RepliesCalls: 1, UsersInfoCalls: 10}})
 	before := map[rm.TS]rm.Message{}
 	for _, m := range tss {

@@ -2,43 +2,13 @@ package poller_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/slackpoll/slackpoll/internal/poller"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
+	"github.com/slackpoll/slackpoll/internal/testsupport/mock"
 )
-
-// skipOnce wraps the stub: the first History page that carries bad returns it as an
-// undecodable message (its ts known), as slackapi does for one bad message of a page.
-type skipOnce struct {
-	*stubSource
-	mu   sync.Mutex
-	bad  rm.TS
-	done bool
-}
-
-func (s *skipOnce) History(ctx context.Context, req rm.HistoryRequest) (rm.Page, error) {
-	p, err := s.stubSource.History(ctx, req)
-	if err != nil {
-		return p, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.done {
-		return p, nil
-	}
-	for i, m := range p.Messages {
-		if m.TS == s.bad {
-			p.Messages = append(p.Messages[:i:i], p.Messages[i+1:]...)
-			p.Skipped = append(p.Skipped, rm.ItemError{TS: m.TS, Err: "decode message: numeric latest_reply"})
-			s.done = true
-			break
-		}
-	}
-	return p, nil
-}
 
 // Regression (found by review): a message undecodable once, in the middle of a resumed page, lies above the
 // walk's new bottom, so the resume never reads it again; the completed walk then sets
@@ -50,7 +20,16 @@ func TestMessageUndecodableDuringAWalkIsReadByTheTail(t *testing.T) {
 	src.pageSize = 5
 	all := postN(src, 23, 3000) // newest first pages: all[22..18], all[17..13], all[12..8], ...
 	bad := all[10]              // middle of page 3, read by the first resumed walk
-	wrap := &skipOnce{stubSource: src, bad: bad}
+	// The first history page that carries bad returns it as an undecodable message
+	// (its ts known), as slackapi does for one bad message of a page.
+	done := false
+	wrap := &mock.Source{Next: src, HistoryFn: func(ctx context.Context, req rm.HistoryRequest) (rm.Page, error) {
+		p, err := src.History(ctx, req)
+		if err == nil && !done {
+			done = undecodable(&p, bad, "decode message: numeric latest_reply")
+		}
+		return p, err
+	}}
 	store := openStore(t)
 	clock := &fixedClock{t: epoch}
 	b := defaultBudget()
@@ -97,27 +76,6 @@ func TestEveryTickReadsNewMessagesOnceTheWindowIsCovered(t *testing.T) {
 	}
 }
 
-// failHistory fails every History call from the from-th on (1-based) with err.
-type failHistory struct {
-	*stubSource
-	mu    sync.Mutex
-	count int
-	from  int
-	err   error
-}
-
-func (s *failHistory) History(ctx context.Context, req rm.HistoryRequest) (rm.Page, error) {
-	s.mu.Lock()
-	s.count++
-	fail := s.from > 0 && s.count >= s.from
-	s.mu.Unlock()
-	if fail {
-		_ = s.enter(stubCall{method: rm.MethodHistory, hist: req}, req.Channel)
-		return rm.Page{}, s.err
-	}
-	return s.stubSource.History(ctx, req)
-}
-
 // Regression (found by review): a walk cut short by not_in_channel on its second
 // page; days later the bot is still not in the channel, and the resume has nothing
 // left to read (the window's start passed its bottom). The sweep must not report the
@@ -128,7 +86,16 @@ func TestASweepWithoutAReadKeepsTheConversationError(t *testing.T) {
 	src.addChannel(ch)
 	src.pageSize = 5
 	postN(src, 23, 3000)
-	wrap := &failHistory{stubSource: src, err: &rm.APIError{Method: rm.MethodHistory, Code: "not_in_channel", Class: rm.ClassConversation}}
+	// Every history call from the from-th on (1-based) fails with not_in_channel;
+	// the test sets from between ticks.
+	count, from := 0, 0
+	wrap := &mock.Source{Next: src, HistoryFn: func(ctx context.Context, req rm.HistoryRequest) (rm.Page, error) {
+		if count++; from > 0 && count >= from {
+			_ = src.enter(stubCall{method: rm.MethodHistory, hist: req}, req.Channel)
+			return rm.Page{}, &rm.APIError{Method: rm.MethodHistory, Code: "not_in_channel", Class: rm.ClassConversation}
+		}
+		return src.History(ctx, req)
+	}}
 	p, store, clock := windowPoller(t, wrap, 2)
 	for range 3 {
 		mustTick(t, p)
@@ -136,9 +103,7 @@ func TestASweepWithoutAReadKeepsTheConversationError(t *testing.T) {
 	}
 	postN(src, 12, -120) // newer than the covered window: the next walk needs 3 pages
 	clock.Advance(20 * time.Minute)
-	wrap.mu.Lock()
-	wrap.from = wrap.count + 2 // page 1 of the next fresh walk succeeds, then the bot is removed
-	wrap.mu.Unlock()
+	from = count + 2 // page 1 of the next fresh walk succeeds, then the bot is removed
 	mustTick(t, p)
 	if c := conversation(t, store); c.Status != rm.StatusNotInChannel || c.WalkBottom == "" {
 		t.Fatalf("setup: %+v", c)

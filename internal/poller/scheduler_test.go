@@ -8,6 +8,7 @@ import (
 
 	"github.com/slackpoll/slackpoll/internal/poller"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
+	"github.com/slackpoll/slackpoll/internal/testsupport/mock"
 )
 
 // A head read cut short before its call (the history cap spent, the soft deadline
@@ -71,22 +72,6 @@ func TestQuietHeadIsReadAtTheBoundWhileTheTailIsBehind(t *testing.T) {
 	}
 }
 
-// notFoundReactions answers every reactions.get with message_not_found, as Slack does
-// for a deleted message — and, for all reactions.get can tell, for a deleted parent
-// whose replies live on, which conversations.history returns as a tombstone.
-type notFoundReactions struct {
-	*stubSource
-	answered func() // called after each answer
-}
-
-func (s notFoundReactions) ReactionsGet(ctx context.Context, ref rm.Ref) (rm.Message, error) {
-	_, _ = s.stubSource.ReactionsGet(ctx, ref) // logged as a call
-	if s.answered != nil {
-		s.answered()
-	}
-	return rm.Message{}, &rm.APIError{Method: rm.MethodReactionsGet, Code: "message_not_found", Class: rm.ClassItem}
-}
-
 // message_not_found from reactions.get is not absence: the message is left to the
 // history rotation, which reads the tombstone and marks the parent deleted. Marking it
 // missing there kept a watched tombstone missing for ever (convergence seed 159): the
@@ -102,8 +87,15 @@ func TestReactionsNotFoundLeavesTheMessageToHistory(t *testing.T) {
 	clock := &fixedClock{t: epoch}
 	answered := make(chan struct{})
 	var once sync.Once
-	p := poller.New(store, notFoundReactions{src, func() { once.Do(func() { close(answered) }) }},
-		poller.Config{Conversations: []string{ch}, Budget: defaultBudget(), Now: clock.Now})
+	// Every reactions.get answers message_not_found, as Slack does for a deleted
+	// message — and, for all reactions.get can tell, for a deleted parent whose
+	// replies live on, which conversations.history returns as a tombstone.
+	notFound := &mock.Source{Next: src, ReactionsGetFn: func(ctx context.Context, ref rm.Ref) (rm.Message, error) {
+		_, _ = src.ReactionsGet(ctx, ref) // logged as a call
+		once.Do(func() { close(answered) })
+		return rm.Message{}, &rm.APIError{Method: rm.MethodReactionsGet, Code: "message_not_found", Class: rm.ClassItem}
+	}}
+	p := poller.New(store, notFound, poller.Config{Conversations: []string{ch}, Budget: defaultBudget(), Now: clock.Now})
 	if err := rm.Track(store, ch, parent, "ticket-1"); err != nil {
 		t.Fatal(err)
 	}
@@ -206,26 +198,6 @@ func TestHorizonRetiresAndALongerOneBringsBack(t *testing.T) {
 	}
 }
 
-// badReply makes one reply of every conversations.replies answer undecodable, once.
-type badReply struct {
-	*stubSource
-	bad  rm.TS
-	done bool
-}
-
-func (s *badReply) Replies(ctx context.Context, req rm.RepliesRequest) (rm.Page, error) {
-	p, err := s.stubSource.Replies(ctx, req)
-	for i, m := range p.Messages {
-		if m.TS == s.bad && !s.done {
-			s.done = true
-			p.Messages = append(p.Messages[:i:i], p.Messages[i+1:]...)
-			p.Skipped = append(p.Skipped, rm.ItemError{TS: m.TS, Err: "decode message: unknown block element"})
-			break
-		}
-	}
-	return p, err
-}
-
 // A thread read with an undecodable reply the store never held is not a whole read:
 // the other replies are written, but the watermark stays behind latest_reply, so the
 // model says the thread is not read whole, and the next read fills the reply in.
@@ -236,7 +208,16 @@ func TestUndecodableNewReplyLeavesTheThreadNotReadWhole(t *testing.T) {
 	parent := ts(600, 0)
 	src.post(msg(ch, parent, "U1", "parent"))
 	src.setThread(ch, parent, msg(ch, ts(500, 0), "U2", "first"), msg(ch, ts(400, 0), "U2", "second"))
-	bad := &badReply{stubSource: src, bad: ts(500, 0)}
+	// One reply of the first conversations.replies answer that holds it comes back
+	// undecodable.
+	done := false
+	bad := &mock.Source{Next: src, RepliesFn: func(ctx context.Context, req rm.RepliesRequest) (rm.Page, error) {
+		p, err := src.Replies(ctx, req)
+		if !done {
+			done = undecodable(&p, ts(500, 0), "decode message: unknown block element")
+		}
+		return p, err
+	}}
 	store := openStore(t)
 	clock := &fixedClock{t: epoch}
 	p := poller.New(store, bad, poller.Config{Conversations: []string{ch}, Budget: defaultBudget(), Now: clock.Now})

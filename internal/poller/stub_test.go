@@ -443,3 +443,17 @@ func (s *stubSource) ids() []string {
 	slices.Sort(out)
 	return out
 }
+
+// undecodable turns the message ts of p, if p holds it, into an undecodable one (its
+// ts known), as slackapi reports a message slack-go cannot read, and reports whether
+// it did.
+func undecodable(p *rm.Page, ts rm.TS, why string) bool {
+	for i, m := range p.Messages {
+		if m.TS == ts {
+			p.Messages = append(p.Messages[:i:i], p.Messages[i+1:]...)
+			p.Skipped = append(p.Skipped, rm.ItemError{TS: m.TS, Err: why})
+			return true
+		}
+	}
+	return false
+}

@@ -7,25 +7,17 @@ import (
 
 	"github.com/slackpoll/slackpoll/internal/poller"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
+	"github.com/slackpoll/slackpoll/internal/testsupport/mock"
 )
 
-// alwaysBad returns one message as undecodable on every read of it, as slack-go
-// would for a message Slack keeps sending with a field it cannot decode.
-type alwaysBad struct {
-	*stubSource
-	bad rm.TS
-}
-
-func (s *alwaysBad) History(ctx context.Context, req rm.HistoryRequest) (rm.Page, error) {
-	p, err := s.stubSource.History(ctx, req)
-	for i, m := range p.Messages {
-		if m.TS == s.bad {
-			p.Messages = append(p.Messages[:i:i], p.Messages[i+1:]...)
-			p.Skipped = append(p.Skipped, rm.ItemError{TS: m.TS, Err: "decode message: numeric latest_reply"})
-			break
-		}
-	}
-	return p, err
+// alwaysBad returns src answering bad as undecodable on every history read of it, as
+// slack-go fails a message with a field it cannot read.
+func alwaysBad(src *stubSource, bad rm.TS) *mock.Source {
+	return &mock.Source{Next: src, HistoryFn: func(ctx context.Context, req rm.HistoryRequest) (rm.Page, error) {
+		p, err := src.History(ctx, req)
+		undecodable(&p, bad, "decode message: numeric latest_reply")
+		return p, err
+	}}
 }
 
 // An undecodable read does not advance last_polled_at (nothing was read), so the
@@ -38,7 +30,7 @@ func TestUndecodableTrackedMessageDoesNotStarveTheTail(t *testing.T) {
 	for _, ts := range old { // older than the bulk window: only the tail reads them
 		src.post(msg(ch, ts, "U1", "old"))
 	}
-	bad := &alwaysBad{stubSource: src, bad: old[0]}
+	bad := alwaysBad(src, old[0])
 	store := openStore(t)
 	clock := &fixedClock{t: epoch}
 	b := defaultBudget()

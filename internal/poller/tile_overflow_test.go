@@ -25,7 +25,7 @@ func TestATileThatNeedsTwoPagesDoesNotTakeEveryCall(t *testing.T) {
 	}
 	bad := ts(100*3600-10*3, 500) // inside the first tile, tss[0..14]
 	src.post(msg(ch, bad, "U1", "undecodable"))
-	badSrc := &alwaysBad{stubSource: src, bad: bad}
+	badSrc := alwaysBad(src, bad)
 	store := openStore(t)
 	clock := &fixedClock{t: epoch}
 	for _, m := range tss {
