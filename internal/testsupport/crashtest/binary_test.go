@@ -14,7 +14,7 @@ import (
 
 // Flags of the long mode, e.g.
 //
-//	go test ./internal/crashtest -run TestCrashSafety -v -crash.kills 500 -crash.seed 7
+//	go test ./internal/testsupport/crashtest -run TestCrashSafety -v -crash.kills 500 -crash.seed 7
 //
 // The default run (50 kills, seed 1) takes well under a minute; every seed is a
 // different but repeatable sequence of kill points, kill kinds and workspace changes.

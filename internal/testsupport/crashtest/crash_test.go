@@ -32,11 +32,11 @@ const raEvery = 16
 func TestCrashSafety(t *testing.T) {
 	slackpollBinary(t)
 	seed, kills := *flagSeed, *flagKills
-	t.Logf("seed %d, %d kills; replay: go test ./internal/crashtest -run 'TestCrashSafety$' -v -crash.seed %d -crash.kills %d",
+	t.Logf("seed %d, %d kills; replay: go test ./internal/testsupport/crashtest -run 'TestCrashSafety$' -v -crash.seed %d -crash.kills %d",
 		seed, kills, seed, kills)
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("FAILED with seed %d; replay: go test ./internal/crashtest -run 'TestCrashSafety$' -v -crash.seed %d -crash.kills %d",
+			t.Logf("FAILED with seed %d; replay: go test ./internal/testsupport/crashtest -run 'TestCrashSafety$' -v -crash.seed %d -crash.kills %d",
 				seed, seed, kills)
 		}
 	})

@@ -30,6 +30,13 @@ func (b *syncBuffer) Write(p []byte) (int, error) {
 	return b.buf.Write(p)
 }
 
+// contains reports whether what was written so far contains s.
+func (b *syncBuffer) contains(s string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return bytes.Contains(b.buf.Bytes(), []byte(s))
+}
+
 // tail returns the last n bytes written, for failure messages.
 func (b *syncBuffer) tail(n int) string {
 	b.mu.Lock()

@@ -26,6 +26,10 @@ var flagDeliveryKills = flag.Int("crash.delivery-kills", 50, "SIGKILLs of TestWe
 // webhookSecret signs the test receiver's deliveries (a Standard Webhooks secret).
 const webhookSecret = "whsec_a2lsbC10ZXN0LXNlY3JldCBvZiAyNCBieXRlcw=="
 
+// fencedWarning is the start of what the daemon logs when a delivery's completion is
+// refused because its claim's lease ran out (internal/webhook, Deliverer.attempt).
+const fencedWarning = "webhook: delivered after the claim's lease expired"
+
 // Where a kill lands relative to one delivery, chosen per kill from the seed.
 type deliveryKill int
 
@@ -106,11 +110,10 @@ func (r *killReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		_ = http.NewResponseController(w).Flush()
 		r.killNow <- mode
 	case killAfterSlowAnswer:
-		time.Sleep(r.slow)
+		time.Sleep(r.slow) // the lease runs out meanwhile
 		w.WriteHeader(http.StatusNoContent)
 		_ = http.NewResponseController(w).Flush()
-		time.Sleep(300 * time.Millisecond) // let the daemon try (and fail) to complete
-		r.killNow <- mode
+		r.killNow <- mode // the test waits for the daemon's refused completion
 	}
 }
 
@@ -128,7 +131,7 @@ func (r *killReceiver) arm(after int, mode deliveryKill) {
 func TestWebhookDeliveryAtLeastOnce(t *testing.T) {
 	slackpollBinary(t)
 	seed, kills := *flagSeed, *flagDeliveryKills
-	t.Logf("seed %d, %d kills; replay: go test ./internal/crashtest -run 'TestWebhookDeliveryAtLeastOnce$' -v -crash.seed %d -crash.delivery-kills %d",
+	t.Logf("seed %d, %d kills; replay: go test ./internal/testsupport/crashtest -run 'TestWebhookDeliveryAtLeastOnce$' -v -crash.seed %d -crash.delivery-kills %d",
 		seed, kills, seed, kills)
 	e := newEnv(t, seed)
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x5eb4))
@@ -170,6 +173,13 @@ webhooks:
 		p := e.start(cfg)
 		select {
 		case <-recv.killNow:
+			if mode == killAfterSlowAnswer {
+				// The daemon tries to complete the delivery after its lease ran out,
+				// is refused, and says so: the kill comes after that.
+				if !waitFor(10*time.Second, func() bool { return p.out.contains(fencedWarning) }) {
+					t.Errorf("kill %d: no refused completion logged within 10 s of an answer slower than the lease", i)
+				}
+			}
 			p.kill(t)
 			if mode == killBeforeAnswer {
 				recv.killed <- struct{}{}
