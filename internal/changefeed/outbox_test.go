@@ -13,6 +13,7 @@ import (
 	"github.com/slackpoll/slackpoll/internal/boltstore"
 	"github.com/slackpoll/slackpoll/internal/changefeed"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
+	"github.com/slackpoll/slackpoll/internal/testsupport/storetest"
 )
 
 var t0 = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
@@ -31,12 +32,7 @@ func (c *clock) Advance(d time.Duration) {
 
 func openStore(t testing.TB) *boltstore.Store {
 	t.Helper()
-	s, err := boltstore.Open(t.TempDir()+"/feed.db", boltstore.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	return s
+	return storetest.Open(t)
 }
 
 // enqueue appends changes (one per channel given) with an outbox row each for hook.

@@ -10,6 +10,7 @@ import (
 	"github.com/slackpoll/slackpoll/internal/boltstore"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 	"github.com/slackpoll/slackpoll/internal/testsupport/readfixture"
+	"github.com/slackpoll/slackpoll/internal/testsupport/storetest"
 )
 
 // exportFile is the export of the store file at path.
@@ -19,7 +20,7 @@ func exportFile(t *testing.T, path string, configured []string) string {
 	if err != nil {
 		t.Fatalf("%s does not open as a store: %v", path, err)
 	}
-	defer s.Close()
+	defer storetest.Close(t, s) // a copy bbolt's check passes
 	var b bytes.Buffer
 	if err := s.View(func(tx rm.Tx) error { return rm.Export(tx, &b, configured) }); err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"github.com/slackpoll/slackpoll/internal/httpapi"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 	"github.com/slackpoll/slackpoll/internal/testsupport/readfixture"
+	"github.com/slackpoll/slackpoll/internal/testsupport/storetest"
 )
 
 // `slackpoll once` with a webhook whose receiver refuses: the tick writes the changes
@@ -229,11 +230,8 @@ func TestOutboxHeldRowsEmptyJSONAndRequeueOfAnUnknownSeq(t *testing.T) {
 // of 1000 rows.
 func TestOutboxSaysWhenItListsOnlyThe1000First(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "slackpoll.db")
-	s, err := boltstore.Open(path, boltstore.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = s.Update(func(tx rm.Tx) error {
+	s := storetest.OpenAt(t, path, boltstore.Options{NoSync: true})
+	err := s.Update(func(tx rm.Tx) error {
 		for range 1001 {
 			c := rm.Change{ID: rm.NewEventID(), Kind: rm.ChangeMessageEdited, Channel: "C0GENERAL", TS: "1.000001"}
 			if err := tx.AppendChange(&c); err != nil {
@@ -245,12 +243,10 @@ func TestOutboxSaysWhenItListsOnlyThe1000First(t *testing.T) {
 		}
 		return nil
 	})
-	if cerr := s.Close(); err == nil {
-		err = cerr
-	}
 	if err != nil {
 		t.Fatal(err)
 	}
+	storetest.Close(t, s)
 	cfg := writeConfig(t, cfgOpts{store: path, convs: []string{"C0GENERAL"}})
 	code, out, errOut := runCLI(context.Background(), "outbox", "--config", cfg)
 	if code != 0 {

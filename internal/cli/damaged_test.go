@@ -12,6 +12,7 @@ import (
 
 	"github.com/slackpoll/slackpoll/internal/boltstore"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
+	"github.com/slackpoll/slackpoll/internal/testsupport/storetest"
 )
 
 // damagedStoreFile writes a store with a conversation and 3,000 messages, then
@@ -20,11 +21,8 @@ import (
 func damagedStoreFile(t *testing.T) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "slackpoll.db")
-	s, err := boltstore.Open(path, boltstore.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = s.Update(func(tx rm.Tx) error {
+	s := storetest.OpenAt(t, path, boltstore.Options{NoSync: true})
+	err := s.Update(func(tx rm.Tx) error {
 		if err := tx.PutConversation(rm.Conversation{ID: "C0AAAAAAA", Name: "general", Type: rm.TypePublicChannel, Status: rm.StatusOK}); err != nil {
 			return err
 		}
@@ -39,9 +37,7 @@ func damagedStoreFile(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
+	storetest.Close(t, s)
 	fi, err := os.Stat(path)
 	if err != nil {
 		t.Fatal(err)
@@ -82,11 +78,8 @@ func TestDamagedStoreIsReportedByEveryReadCommand(t *testing.T) {
 func spoiledStoreFile(t *testing.T) (path string, bad rm.TS) {
 	t.Helper()
 	path = filepath.Join(t.TempDir(), "slackpoll.db")
-	s, err := boltstore.Open(path, boltstore.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = s.Update(func(tx rm.Tx) error {
+	s := storetest.OpenAt(t, path, boltstore.Options{NoSync: true})
+	err := s.Update(func(tx rm.Tx) error {
 		if err := tx.PutConversation(rm.Conversation{ID: "C0AAAAAAA", Name: "general", Type: rm.TypePublicChannel, Status: rm.StatusOK}); err != nil {
 			return err
 		}
@@ -108,9 +101,7 @@ func spoiledStoreFile(t *testing.T) (path string, bad rm.TS) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
+	storetest.Close(t, s)
 	return path, bad
 }
 

@@ -2,7 +2,6 @@ package demo
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 	"github.com/slackpoll/slackpoll/internal/slackapi"
 	"github.com/slackpoll/slackpoll/internal/slackfake"
+	"github.com/slackpoll/slackpoll/internal/testsupport/storetest"
 )
 
 // defaultBudget is the per-tick caps of the default configuration.
@@ -28,10 +28,7 @@ func must(t *testing.T, err error) {
 // when the test ends.
 func openTestStore(t *testing.T) *boltstore.Store {
 	t.Helper()
-	store, err := boltstore.Open(filepath.Join(t.TempDir(), "s.db"), boltstore.Options{NoSync: true})
-	must(t, err)
-	t.Cleanup(func() { _ = store.Close() })
-	return store
+	return storetest.Open(t)
 }
 
 // fakeSource is the real Slack client reaching fake through its in-memory transport

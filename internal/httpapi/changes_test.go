@@ -16,6 +16,7 @@ import (
 	"github.com/slackpoll/slackpoll/internal/httpapi"
 	"github.com/slackpoll/slackpoll/internal/metrics"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
+	"github.com/slackpoll/slackpoll/internal/testsupport/storetest"
 )
 
 type feedEnv struct {
@@ -28,11 +29,7 @@ type feedEnv struct {
 
 func newFeedEnv(t *testing.T) *feedEnv {
 	t.Helper()
-	s, err := boltstore.Open(t.TempDir()+"/api.db", boltstore.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
+	s := storetest.Open(t)
 	e := &feedEnv{store: s, notifier: &changefeed.Notifier{}, metrics: metrics.New()}
 	h := httpapi.New(httpapi.Options{Store: s, Notifier: e.notifier, OnRequeue: func() { e.requeued++ }, Metrics: e.metrics, Webhooks: []string{"app", "idle"}})
 	e.srv = httptest.NewServer(h)

@@ -6,23 +6,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slackpoll/slackpoll/internal/boltstore"
 	"github.com/slackpoll/slackpoll/internal/poller"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
+	"github.com/slackpoll/slackpoll/internal/testsupport/storetest"
 )
 
 // BenchmarkTickHeap1M measures the Go heap in use after a tick with default budgets on
 // a store of 1,000,000 tracked messages (target: under 64 MiB). The store lives in
 // bbolt's mmap, not the Go heap; the tick holds at most a page of messages.
 //
-//	go test ./internal/readmodel -run '^$' -bench TickHeap1M -benchtime 1x
+//	go test ./internal/poller -run '^$' -bench TickHeap1M -benchtime 1x
 func BenchmarkTickHeap1M(b *testing.B) {
 	const total, channels = 1_000_000, 10
-	store, err := boltstore.Open(b.TempDir()+"/heap.db", boltstore.Options{NoSync: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer store.Close()
+	store := storetest.Open(b)
 	polled := epoch.Add(-time.Hour)
 	src := newStub()
 	for c := 0; c < channels; c++ {

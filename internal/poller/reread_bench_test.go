@@ -12,7 +12,7 @@ import (
 // from a stub Slack: the writer's cost per page, with the change feed's comparison of
 // every message against the stored one (which finds nothing to record).
 //
-//	go test ./internal/readmodel -run '^$' -bench RereadPage
+//	go test ./internal/poller -run '^$' -bench RereadPage
 func BenchmarkRereadPage(b *testing.B) {
 	src := newStub()
 	src.addChannel(ch)

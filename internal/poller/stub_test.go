@@ -12,6 +12,7 @@ import (
 	"github.com/slackpoll/slackpoll/internal/boltstore"
 	"github.com/slackpoll/slackpoll/internal/poller"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
+	"github.com/slackpoll/slackpoll/internal/testsupport/storetest"
 )
 
 // stubSource is a scripted Slack in domain types: enough state to page history and
@@ -317,12 +318,7 @@ func cmpString(a, b string) int {
 // openStore opens a fresh bbolt store in a test directory.
 func openStore(t testing.TB) *boltstore.Store {
 	t.Helper()
-	s, err := boltstore.Open(t.TempDir()+"/test.db", boltstore.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
+	return storetest.Open(t)
 }
 
 // fixedClock is a settable clock for poller tests that do not need synctest.

@@ -20,6 +20,7 @@ import (
 	"github.com/slackpoll/slackpoll/internal/boltstore"
 	"github.com/slackpoll/slackpoll/internal/changefeed"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
+	"github.com/slackpoll/slackpoll/internal/testsupport/storetest"
 	"github.com/slackpoll/slackpoll/internal/webhook"
 )
 
@@ -109,12 +110,8 @@ func (c *fakeClock) Advance(d time.Duration) {
 
 func setup(t *testing.T, srv *httptest.Server, clock *fakeClock, channels ...string) (*boltstore.Store, webhook.Hook) {
 	t.Helper()
-	s, err := boltstore.Open(t.TempDir()+"/w.db", boltstore.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	err = s.Update(func(tx rm.Tx) error {
+	s := storetest.Open(t)
+	err := s.Update(func(tx rm.Tx) error {
 		for _, ch := range channels {
 			c := rm.Change{ID: rm.NewEventID(), Kind: rm.ChangeReactionAdded, Channel: ch, TS: "1.000001", Reaction: "eyes", User: "U1"}
 			if err := tx.AppendChange(&c); err != nil {

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/url"
 	"path"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -23,6 +22,7 @@ import (
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 	"github.com/slackpoll/slackpoll/internal/slackapi"
 	"github.com/slackpoll/slackpoll/internal/slackfake"
+	"github.com/slackpoll/slackpoll/internal/testsupport/storetest"
 )
 
 // budget is generous: every bad answer the catalog serves is met, and a loop is
@@ -43,11 +43,7 @@ func newWorld(t *testing.T) *world {
 	t.Helper()
 	fake := slackfake.New(slackfake.Options{OmitBlocks: true, PageCap: 15, Seed: 1})
 	slackfake.Generate(fake, 7, slackfake.GenSize{Conversations: 7, Messages: 200, Users: 8})
-	store, err := boltstore.Open(filepath.Join(t.TempDir(), "slackpoll.db"), boltstore.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
+	store := storetest.Open(t)
 	w := &world{fake: fake, store: store, convs: fake.ConversationIDs()}
 	cut := rm.TSFromUnix(time.Now().Add(-72 * time.Hour).Unix())
 	n := 0

@@ -15,6 +15,7 @@ import (
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 	"github.com/slackpoll/slackpoll/internal/slackfake"
 	"github.com/slackpoll/slackpoll/internal/testsupport/compliance"
+	"github.com/slackpoll/slackpoll/internal/testsupport/storetest"
 )
 
 // raEvery is how often (in kills) the fake's history window is filled before a
@@ -189,12 +190,9 @@ func (e *env) converge(t *testing.T, seed int64) {
 		if code != 0 {
 			t.Fatalf("converge: slackpoll run exited %d on SIGTERM after %v, want 0 within 5 s:\n%s", code, took, p.out.tail(3000))
 		}
-		s, err := boltstore.Open(e.storePath, boltstore.Options{ReadOnly: true})
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := storetest.OpenAt(t, e.storePath, boltstore.Options{ReadOnly: true})
 		model, err := converge.ModelLines(s, e.convs)
-		s.Close()
+		storetest.Close(t, s)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,16 +10,14 @@ import (
 
 	"github.com/slackpoll/slackpoll/internal/boltstore"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
+	"github.com/slackpoll/slackpoll/internal/testsupport/storetest"
 )
 
 // writeDamagedStore writes a store of 3,000 messages and damages it with damage.
 func writeDamagedStore(t *testing.T, path string, damage func(f *os.File, size int64) error) {
 	t.Helper()
-	s, err := boltstore.Open(path, boltstore.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = s.Update(func(tx rm.Tx) error {
+	s := storetest.OpenAt(t, path, boltstore.Options{NoSync: true})
+	err := s.Update(func(tx rm.Tx) error {
 		if err := tx.PutConversation(rm.Conversation{ID: "C0GENERAL", Name: "general", Type: rm.TypePublicChannel, Status: rm.StatusOK}); err != nil {
 			return err
 		}
@@ -34,9 +32,7 @@ func writeDamagedStore(t *testing.T, path string, damage func(f *os.File, size i
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
+	storetest.Close(t, s)
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		t.Fatal(err)

@@ -18,22 +18,6 @@ import (
 // other reply is written only by a whole-thread write.
 type Threads map[rm.Ref][]rm.TS
 
-// CheckBolt runs bbolt's own consistency check (page reachability, freelist, key
-// order) and returns what it found.
-func CheckBolt(db *bolt.DB) []string {
-	var bad []string
-	err := db.View(func(tx *bolt.Tx) error {
-		for err := range tx.Check() {
-			bad = append(bad, "bbolt check: "+err.Error())
-		}
-		return nil
-	})
-	if err != nil {
-		bad = append(bad, "bbolt check: "+err.Error())
-	}
-	return bad
-}
-
 // CheckThreads checks the thread invariants of a store no process is writing, and
 // returns its thread reply sets:
 //

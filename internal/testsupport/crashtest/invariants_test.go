@@ -1,8 +1,6 @@
 package crashtest
 
 import (
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -10,6 +8,7 @@ import (
 
 	"github.com/slackpoll/slackpoll/internal/boltstore"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
+	"github.com/slackpoll/slackpoll/internal/testsupport/storetest"
 )
 
 // Each invariant checker is shown to fail on a store built by hand to break it, and
@@ -19,12 +18,8 @@ const ch = "C0CRASH01"
 
 func newStore(t *testing.T, msgs ...rm.Message) *boltstore.Store {
 	t.Helper()
-	s, err := boltstore.Open(filepath.Join(t.TempDir(), "s.db"), boltstore.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	err = s.Update(func(tx rm.Tx) error {
+	s := storetest.Open(t)
+	err := s.Update(func(tx rm.Tx) error {
 		for _, m := range msgs {
 			if err := tx.PutMessage(m); err != nil {
 				return err
@@ -137,55 +132,5 @@ func TestCheckWholeSets(t *testing.T) {
 	// A thread new in this run: nothing before.
 	if bad := CheckWholeSets(Threads{}, Threads{ref: {}}, Threads{}); len(bad) != 0 {
 		t.Fatal(bad)
-	}
-}
-
-// TestCheckBoltFlagsCorruption zeroes one data page of a valid store: bbolt's check
-// must notice (the meta pages are intact, so the file still opens).
-func TestCheckBoltFlagsCorruption(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "s.db")
-	s, err := boltstore.Open(path, boltstore.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = s.Update(func(tx rm.Tx) error {
-		for i := range 2000 {
-			m := reply(rm.TSFromUnix(int64(1000+i)), "", "")
-			m.ThreadTS = ""
-			m.Text = strings.Repeat("x", 100)
-			if err := tx.PutMessage(m); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if bad := CheckBolt(s.DB()); len(bad) != 0 {
-		t.Fatalf("intact store: %v", bad)
-	}
-	pageSize := s.DB().Info().PageSize
-	s.Close()
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, _ := f.Stat()
-	// A page in the middle of the file: past the two meta pages and the freelist.
-	page := st.Size() / int64(pageSize) / 2
-	if _, err := f.WriteAt(make([]byte, pageSize), page*int64(pageSize)); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	s, err = boltstore.Open(path, boltstore.Options{NoSync: true})
-	if err != nil {
-		t.Fatalf("corrupt data page should still open (meta intact): %v", err)
-	}
-	defer s.Close()
-	if bad := CheckBolt(s.DB()); len(bad) == 0 {
-		t.Fatal("bbolt check found nothing in a store with a zeroed page")
-	} else {
-		t.Logf("found: %v", bad[0])
 	}
 }

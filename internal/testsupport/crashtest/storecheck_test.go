@@ -11,6 +11,7 @@ import (
 	"github.com/slackpoll/slackpoll/internal/boltstore"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 	"github.com/slackpoll/slackpoll/internal/testsupport/compliance"
+	"github.com/slackpoll/slackpoll/internal/testsupport/storetest"
 )
 
 // afterKill is what checkStore learned from a store left by a dead process.
@@ -37,7 +38,10 @@ func (e *env) checkStore(killAt time.Time, before, truth Threads) (afterKill, []
 		return afterKill{}, []string{"store does not open after a kill: " + err.Error()}
 	}
 	defer s.Close()
-	bad := CheckBolt(s.DB())
+	var bad []string
+	for _, p := range storetest.Check(s.DB()) {
+		bad = append(bad, "bbolt check: "+p)
+	}
 	threads, tbad, err := CheckThreads(s)
 	if err != nil {
 		return afterKill{}, append(bad, "reading the store: "+err.Error())

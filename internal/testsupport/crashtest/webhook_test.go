@@ -18,6 +18,7 @@ import (
 	"github.com/slackpoll/slackpoll/internal/boltstore"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 	"github.com/slackpoll/slackpoll/internal/slackfake"
+	"github.com/slackpoll/slackpoll/internal/testsupport/storetest"
 	"github.com/slackpoll/slackpoll/internal/webhook"
 )
 
@@ -222,11 +223,7 @@ webhooks:
 		t.Fatalf("slackpoll run exited %d on SIGTERM:\n%s", code, p.out.tail(3000))
 	}
 
-	s, err := boltstore.Open(e.storePath, boltstore.Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := storetest.OpenAt(t, e.storePath, boltstore.Options{ReadOnly: true})
 	var feed []rm.Change
 	queued := map[string]bool{} // still in the outbox: delivered by the next start
 	if err := s.View(func(tx rm.Tx) error {

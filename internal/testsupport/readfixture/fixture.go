@@ -15,6 +15,7 @@ import (
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 	"github.com/slackpoll/slackpoll/internal/slackapi"
 	"github.com/slackpoll/slackpoll/internal/slackfake"
+	"github.com/slackpoll/slackpoll/internal/testsupport/storetest"
 )
 
 // T0 is the fake workspace's clock: every ts the fake hands out is at or after it.
@@ -74,7 +75,8 @@ func (c *Clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
 func (c *Clock) Advance(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
 
 // New builds the workspace, runs one tick into a new store in t.TempDir, tracks
-// NeverPolled and attaches Record to Parent. The store is closed when the test ends.
+// NeverPolled and attaches Record to Parent. The store is checked (bbolt's check) and
+// closed when the test ends (storetest.OpenAt).
 func New(t testing.TB, opts Options) *Fixture {
 	t.Helper()
 	clock := &Clock{t: T0}
@@ -101,10 +103,8 @@ func New(t testing.TB, opts Options) *Fixture {
 	clock.Advance(time.Second)
 
 	f.Path = filepath.Join(t.TempDir(), "slackpoll.db")
-	store, err := boltstore.Open(f.Path, boltstore.Options{NoSync: true})
-	must(t, err)
+	store := storetest.OpenAt(t, f.Path, boltstore.Options{NoSync: true})
 	f.Store = store
-	t.Cleanup(func() { _ = store.Close() })
 
 	rates := map[string]float64{}
 	for _, m := range slackapi.Methods {
