@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
+	bberrors "go.etcd.io/bbolt/errors"
 
 	"github.com/slackpoll/slackpoll/internal/boltstore"
 )
@@ -47,7 +48,7 @@ func Close(t testing.TB, s *boltstore.Store) {
 func closeChecked(t testing.TB, s *boltstore.Store, atCleanup bool) {
 	t.Helper()
 	problems, err := check(s.DB())
-	if errors.Is(err, bolt.ErrDatabaseNotOpen) && atCleanup {
+	if errors.Is(err, bberrors.ErrDatabaseNotOpen) && atCleanup {
 		return // closed by the test
 	}
 	if err != nil {
