@@ -49,7 +49,7 @@ func (rs *repliesStream) locate(ref rm.Ref) error {
 		unread()
 		return nil
 	case fatal, failed:
-		return stop(o, err)
+		return stepErr(o, err)
 	}
 	for _, s := range page.Skipped {
 		if s.TS == ref.TS || s.TS == "" {

@@ -251,7 +251,7 @@ func (tr *tailRanges) read(sp *span) error {
 			h.mem.rangeResume[sp.ch] = rangeCut{sp.oldest, sp.latest, r.req.Limit, r.req.Cursor, before}
 		}
 		tr.count(sp, r.seen, false)
-		return stop(o, err)
+		return stepErr(o, err)
 	case failed:
 		return nil
 	}

@@ -57,7 +57,7 @@ func (rs *reactionsStream) run() error {
 		})
 		switch o {
 		case stopped, fatal:
-			return stop(o, err)
+			return stepErr(o, err)
 		case gone:
 			// Not proof of absence: a deleted parent whose replies live on is a
 			// tombstone in conversations.history, and reactions.get does not know

@@ -124,9 +124,9 @@ func (t *tick) do(g *gate, c call, fn func(context.Context) error) (outcome, err
 	return skipped, nil
 }
 
-// stop is the error a stream's step returns for outcome o: errStop for stopped, err
+// stepErr is the error a stream's step returns for outcome o: errStop for stopped, err
 // for fatal, else nil (the step goes on, or is done).
-func stop(o outcome, err error) error {
+func stepErr(o outcome, err error) error {
 	switch o {
 	case stopped:
 		return errStop

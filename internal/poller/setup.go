@@ -45,7 +45,7 @@ func (s *setup) authenticate() error {
 		return err
 	})
 	if o != done {
-		return stop(o, err)
+		return stepErr(o, err)
 	}
 	id.CheckAt = t.now()
 	if err := t.p.w.PutIdentity(id); err != nil {
@@ -97,7 +97,7 @@ func (s *setup) discover() error {
 			return err
 		})
 		if o != done {
-			return stop(o, err)
+			return stepErr(o, err)
 		}
 		found = append(found, page...)
 		if next == "" || next == cursor {
@@ -137,7 +137,7 @@ func (s *setup) refreshConversations() error {
 				return err
 			})
 			if o != done {
-				if err := stop(o, err); err != nil {
+				if err := stepErr(o, err); err != nil {
 					return err
 				}
 				continue // failed: recorded

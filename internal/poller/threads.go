@@ -138,7 +138,7 @@ func threadOlder(a, b *rm.Message) bool {
 func (rs *repliesStream) readThread(c threadCandidate) error {
 	t := rs.t
 	parent, latestReply := c.Ref, c.latestReply
-	r := rm.ThreadRead{Keep: map[rm.TS]bool{}, ByTS: map[rm.TS]int{}}
+	r := rm.NewThreadRead()
 	cursor := ""
 	started := t.now()
 	for pages := 0; ; pages++ {
@@ -163,7 +163,7 @@ func (rs *repliesStream) readThread(c threadCandidate) error {
 			if o == gone {
 				return t.p.w.ThreadGone(parent, t.now())
 			}
-			return stop(o, err)
+			return stepErr(o, err)
 		}
 		rs.threadCalls++
 		if pages == 0 {
@@ -176,22 +176,10 @@ func (rs *repliesStream) readThread(c threadCandidate) error {
 				t.report.skip("%s/%s thread: undecodable message: %s (nothing written)", parent.Channel, parent.TS, s.Err)
 				return rs.keepFirst(c, started, true)
 			}
-			r.Keep[s.TS] = true
+			r.Keep(s.TS)
 		}
 		for _, m := range page.Messages {
-			// The parent is identified by ts == thread_ts, never by position: it
-			// may come first on every page, or only on the first.
-			if m.TS == parent.TS {
-				p := m
-				r.Parent = &p
-				continue
-			}
-			if i, dup := r.ByTS[m.TS]; dup {
-				r.Replies[i] = m
-				continue
-			}
-			r.ByTS[m.TS] = len(r.Replies)
-			r.Replies = append(r.Replies, m)
+			r.Add(parent.TS, m)
 		}
 		if page.NextCursor == "" {
 			break
@@ -202,13 +190,13 @@ func (rs *repliesStream) readThread(c threadCandidate) error {
 		}
 		cursor = page.NextCursor
 	}
-	if len(r.Keep) > 0 {
-		t.report.skip("%s/%s thread: %d undecodable repl(ies) kept as stored", parent.Channel, parent.TS, len(r.Keep))
+	if r.Kept() > 0 {
+		t.report.skip("%s/%s thread: %d undecodable repl(ies) kept as stored", parent.Channel, parent.TS, r.Kept())
 	}
 	if r.Parent == nil && c.first != nil {
 		r.Parent = c.first // no page carried the parent: the read that deferred it did
 	}
-	return rs.writeThread(parent, latestReply, &r, started)
+	return rs.writeThread(parent, latestReply, r, started)
 }
 
 // keepFirst handles a parent a read deferred to its thread read when that thread read

@@ -67,7 +67,7 @@ func (us *usersStream) resolve() error {
 			return err
 		})
 		if o != done {
-			if err := stop(o, err); err != nil {
+			if err := stepErr(o, err); err != nil {
 				return err
 			}
 			t.work.userDone(id, false) // skipped: reported

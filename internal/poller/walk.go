@@ -129,7 +129,7 @@ func (w *walk) run(req rm.HistoryRequest) (done bool, err error) {
 		},
 	}
 	o, complete, err := w.hs.h.pages(&w.read)
-	return complete, stop(o, err) // cut short: proves nothing about absence
+	return complete, stepErr(o, err) // cut short: proves nothing about absence
 }
 
 // advance lowers the walk's bottom to the oldest ts of page and records it, so that a

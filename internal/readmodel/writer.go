@@ -238,16 +238,16 @@ func (w *Writer) WriteThread(parent Ref, latestReply TS, r *ThreadRead, id *Iden
 		// thread shows as not read whole and is read again.
 		kept := 0
 		for _, old := range stored {
-			if r.Keep[old.TS] {
+			if r.kept[old.TS] {
 				kept++
 			}
-			if _, ok := r.ByTS[old.TS]; !ok && !r.Keep[old.TS] {
+			if _, ok := r.byTS[old.TS]; !ok && !r.kept[old.TS] {
 				if err := dropReply(tx, old, now); err != nil {
 					return err
 				}
 			}
 		}
-		incomplete := kept < len(r.Keep)
+		incomplete := kept < len(r.kept)
 		for _, read := range r.Replies {
 			if read.ThreadTS == "" {
 				read.ThreadTS = parent.TS // a reply always belongs to the thread it came from
@@ -503,13 +503,48 @@ func (w *Writer) PutLastTick(s TickSummary) error {
 	return w.update(func(tx Tx) error { return tx.PutLastTick(s) })
 }
 
-// ThreadRead is a whole thread as read by conversations.replies.
+// ThreadRead is a whole thread as conversations.replies returned it, page by page:
+// NewThreadRead, then Add for each message and Keep for each undecodable reply of
+// every page; Writer.WriteThread writes it once every page was read.
 type ThreadRead struct {
-	Parent  *Message    // the parent element, if any page carried it
-	Replies []Message   // without the parent, ascending by ts as Slack sent them
-	Keep    map[TS]bool // replies that could not be decoded: keep the stored copy
-	ByTS    map[TS]int  // index into replies, to drop repeats across pages
+	// Parent is the parent element, if any page carried it.
+	Parent *Message
+	// Replies are the replies, without the parent, in the order Slack sent them; a
+	// reply repeated on a later page replaces its earlier copy.
+	Replies []Message
+	// kept are the replies that could not be decoded: their stored copies stay.
+	kept map[TS]bool
+	// byTS indexes Replies.
+	byTS map[TS]int
 }
+
+// NewThreadRead returns an empty thread read.
+func NewThreadRead() *ThreadRead {
+	return &ThreadRead{kept: map[TS]bool{}, byTS: map[TS]int{}}
+}
+
+// Add adds a message of a page of the thread of parentTS. The parent is identified by
+// its ts (ts == thread_ts), never by its place: Slack may send it first on every
+// page, or only on the first.
+func (r *ThreadRead) Add(parentTS TS, m Message) {
+	if m.TS == parentTS {
+		r.Parent = &m
+		return
+	}
+	if i, dup := r.byTS[m.TS]; dup {
+		r.Replies[i] = m
+		return
+	}
+	r.byTS[m.TS] = len(r.Replies)
+	r.Replies = append(r.Replies, m)
+}
+
+// Keep notes a reply of ts that could not be decoded: its stored copy stays as it is
+// (unreadable is not absent).
+func (r *ThreadRead) Keep(ts TS) { r.kept[ts] = true }
+
+// Kept is the number of undecodable replies the read met.
+func (r *ThreadRead) Kept() int { return len(r.kept) }
 
 // dropReply removes a reply that a whole-thread read (or thread_not_found) says is
 // gone. A reply someone tracked — it carries a record key, or track added it and it
