@@ -80,7 +80,8 @@ type Tracking struct {
 	WatchedShare float64  `yaml:"watched_share" json:"watched_share"` // least share of each method's calls for watched messages, in (0, 1]
 }
 
-// Window configures phase 1.
+// Window configures the head reads: how far back they read a conversation (the
+// bulk window).
 type Window struct {
 	Bulk Duration `yaml:"bulk" json:"bulk"` // history read in bulk each tick: oldest = now − Bulk; > 0
 }

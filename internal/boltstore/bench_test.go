@@ -158,9 +158,9 @@ func tailStore(b *testing.B, n int) *Store {
 	return s
 }
 
-// BenchmarkTailOldest reads the 25 least recently polled messages, as phase 2 of a
-// tick does, from stores of 10k and 1M tracked messages: the cost must not grow with
-// the store.
+// BenchmarkTailOldest reads the 25 least recently polled messages, as the tail rotation
+// does, from stores of 10k and 1M tracked messages: the cost must not grow with the
+// store.
 func BenchmarkTailOldest(b *testing.B) {
 	for _, n := range []int{10_000, 1_000_000} {
 		s := tailStore(b, n)

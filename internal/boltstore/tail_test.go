@@ -260,9 +260,9 @@ func TestTailRepollWholeStore(t *testing.T) {
 	}
 }
 
-// A thread parent rotates by the older of its own read and its thread's last full
-// read: phase 1 re-reads parents in the bulk window every tick, but only a thread read
-// sees an edited older reply.
+// A thread parent rotates by the older of its own read and its thread's last full read:
+// head reads re-read parents in the bulk window every tick, but only a thread read sees
+// an edited older reply.
 func TestTailOrdersThreadParentsByThreadSync(t *testing.T) {
 	s := openTemp(t)
 	parent := readmodel.Message{Channel: "C1", TS: "1718906000.000000", ThreadTS: "1718906000.000000",

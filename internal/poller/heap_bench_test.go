@@ -44,7 +44,7 @@ func BenchmarkTickHeap1M(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	// Recent traffic for phase 1: 999 messages in one channel.
+	// Recent traffic for the head reads: 999 messages in one channel.
 	for i := 0; i < 999; i++ {
 		src.post(msg("C000000000", ts(3600-i, 0), "U0AAAAAAA", "recent"))
 	}

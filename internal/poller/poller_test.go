@@ -651,9 +651,9 @@ func TestTrackRecordRules(t *testing.T) {
 	}
 }
 
-// A parent inside the bulk window is re-read by phase 1 every tick, but an edit of an
-// older reply does not move latest_reply: only the tail's thread read sees it, so the
-// thread must age in the rotation even though the parent itself is fresh.
+// A parent inside the bulk window is re-read by a head read every tick, but an edit of
+// an older reply does not move latest_reply: only the tail's thread read sees it, so
+// the thread must age in the rotation even though the parent itself is fresh.
 func TestTailRereadsThreadOfParentInsideBulkWindow(t *testing.T) {
 	src := newStub()
 	src.addChannel(ch)

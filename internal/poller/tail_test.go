@@ -86,7 +86,7 @@ func TestThreadQueuedByATailReadIsReadBeforeTheDeadline(t *testing.T) {
 	}
 	mustTick(t, poller(2)) // both read, plain messages
 
-	// A broadcast reply to the old parent, inside the window: phase 1 stores it.
+	// A broadcast reply to the old parent, inside the window: a head read stores it.
 	bcast := rm.Message{Channel: ch, TS: ts(600, 0), ThreadTS: parent, User: "U2", Text: "fyi", Subtype: rm.SubtypeThreadBroadcast}
 	src.post(bcast)
 	src.setThread(ch, parent, bcast)

@@ -117,7 +117,7 @@ type Message struct {
 // RotatedAt is the tail rotation's clock for m: when m was last read and, for a thread
 // parent whose thread still exists, when its whole thread was last read — the older
 // of the two, since the tail re-reads both together. nil (never) sorts first. A parent
-// inside the bulk window is re-read by every phase 1, but an edit or deletion of an
+// inside the bulk window is re-read by every head read, but an edit or deletion of an
 // older reply, or a reaction on a reply, shows only in a thread read: so its thread
 // ages in the rotation like any message.
 func (m *Message) RotatedAt() *time.Time {
@@ -204,7 +204,7 @@ type Conversation struct {
 	// Discovered is set for conversations found by discover: member rather than listed.
 	Discovered bool `json:"discovered"`
 
-	// Bulk window walks (phase 1). CoveredTo is the top of the last walk that reached
+	// Bulk window walks (head reads). CoveredTo is the top of the last walk that reached
 	// its empty cursor: every message of the window up to it has been read at least
 	// once, and is tracked since. WalkTop and WalkBottom are a walk cut short (budget,
 	// deadline, error): it read (WalkBottom, WalkTop] newest first, and the next sweep
