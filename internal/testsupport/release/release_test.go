@@ -46,7 +46,7 @@ type goreleaser struct {
 	} `yaml:"dockers_v2"`
 }
 
-const root = "../.."
+const root = "../../.."
 
 func readConfig(t *testing.T) goreleaser {
 	t.Helper()
@@ -62,7 +62,7 @@ func readConfig(t *testing.T) goreleaser {
 }
 
 // .goreleaser.yaml is valid for GoReleaser v2.15.1: it matches the JSON schema that
-// version prints (`goreleaser jsonschema > internal/release/testdata/goreleaser-v2.15.1.schema.json`),
+// version prints (`goreleaser jsonschema > internal/testsupport/release/testdata/goreleaser-v2.15.1.schema.json`),
 // which knows every key and type, so a misspelt or misplaced key fails here as
 // `goreleaser check` would fail it, without installing GoReleaser.
 func TestReleaseConfigMatchesGoReleasersSchema(t *testing.T) {
