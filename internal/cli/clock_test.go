@@ -19,6 +19,7 @@ import (
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 	"github.com/slackpoll/slackpoll/internal/slackfake"
 	"github.com/slackpoll/slackpoll/internal/status"
+	"github.com/slackpoll/slackpoll/internal/testsupport/storetest"
 )
 
 // slackBehind is the local clock's lead on Slack's in these tests: the host's clock
@@ -63,12 +64,9 @@ func statusOf(base string) (status.Report, bool) {
 func TestAClockJumpAheadDoesNotPruneTheFeed(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "slackpoll.db")
-	s, err := boltstore.Open(path, boltstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := storetest.OpenAt(t, path, boltstore.Options{})
 	slackNow := time.Now().Add(-slackBehind)
-	err = s.Update(func(tx rm.Tx) error {
+	err := s.Update(func(tx rm.Tx) error {
 		for i := range 20 {
 			at := slackNow.Add(-time.Hour) // recent, by Slack's clock
 			if i < 10 {
@@ -81,9 +79,10 @@ func TestAClockJumpAheadDoesNotPruneTheFeed(t *testing.T) {
 		}
 		return nil
 	})
-	if cerr := s.Close(); err != nil || cerr != nil {
-		t.Fatal(err, cerr)
+	if err != nil {
+		t.Fatal(err)
 	}
+	storetest.Close(t, s)
 	_, base, cfg := skewedDaemon(t, cfgOpts{store: path, extra: "tick:\n  interval: 1h\n"})
 	stop := runDaemon(t, cfg)
 	waitFor(t, "the changes past retention by Slack's clock to be pruned", func() bool {

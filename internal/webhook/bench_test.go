@@ -13,6 +13,7 @@ import (
 	"github.com/slackpoll/slackpoll/internal/boltstore"
 	"github.com/slackpoll/slackpoll/internal/changefeed"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
+	"github.com/slackpoll/slackpoll/internal/testsupport/storetest"
 	"github.com/slackpoll/slackpoll/internal/webhook"
 )
 
@@ -26,11 +27,7 @@ const benchRows = 200_000
 // outage. It returns the store, the hook and the clock its outbox reads.
 func outboxWhileTheReceiverIsDown(b *testing.B, srv *httptest.Server) (*boltstore.Store, webhook.Hook, *fakeClock) {
 	b.Helper()
-	s, err := boltstore.Open(b.TempDir()+"/bench.db", boltstore.Options{NoSync: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = s.Close() })
+	s := storetest.OpenAt(b, b.TempDir()+"/bench.db", boltstore.Options{NoSync: true})
 	clock := &fakeClock{t: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}
 	text := "a message of a usual length, some hundred and fifty bytes, with words and more words and then a few more words."
 	for done := 0; done < benchRows; {
