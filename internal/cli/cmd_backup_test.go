@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/slackpoll/slackpoll/internal/boltstore"
+	"github.com/slackpoll/slackpoll/internal/export"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 	"github.com/slackpoll/slackpoll/internal/testsupport/readfixture"
 	"github.com/slackpoll/slackpoll/internal/testsupport/storetest"
@@ -22,7 +23,7 @@ func exportFile(t *testing.T, path string, configured []string) string {
 	}
 	defer storetest.Close(t, s) // a copy bbolt's check passes
 	var b bytes.Buffer
-	if err := s.View(func(tx rm.Tx) error { return rm.Export(tx, &b, configured) }); err != nil {
+	if err := s.View(func(tx rm.Tx) error { return export.Write(tx, &b, configured) }); err != nil {
 		t.Fatal(err)
 	}
 	return b.String()
@@ -54,7 +55,7 @@ func TestBackupAndExportThroughTheDaemonWhileItHoldsTheStore(t *testing.T) {
 	addr := daemonAPI(t, f, "tok-123")
 	cfg := writeConfig(t, cfgOpts{store: f.Path, convs: f.Configured, listen: addr, token: "tok-123"})
 	var want bytes.Buffer
-	if err := f.Store.View(func(tx rm.Tx) error { return rm.Export(tx, &want, f.Configured) }); err != nil {
+	if err := f.Store.View(func(tx rm.Tx) error { return export.Write(tx, &want, f.Configured) }); err != nil {
 		t.Fatal(err)
 	}
 

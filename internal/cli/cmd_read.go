@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/slackpoll/slackpoll/internal/export"
 	"github.com/slackpoll/slackpoll/internal/httpapi"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 )
@@ -29,7 +30,7 @@ func cmdExport(ctx context.Context, c *cmdCtx) error {
 		_, err := r.api.stream("/v1/export", c.env.Stdout)
 		return err
 	}
-	return r.store.View(func(tx rm.Tx) error { return rm.Export(tx, c.env.Stdout, cfg.Conversations) })
+	return r.store.View(func(tx rm.Tx) error { return export.Write(tx, c.env.Stdout, cfg.Conversations) })
 }
 
 // cmdTrack is `slackpoll track [--record KEY] CHANNEL TS|LINK`: adds the message to the
@@ -51,7 +52,7 @@ func cmdTrack(ctx context.Context, c *cmdCtx) error {
 	}
 	defer func() { _ = w.Close() }() // Track committed in its own transaction
 	if w.api != nil {
-		var line rm.MessageLine
+		var line export.MessageLine
 		err = w.api.post("/v1/tracked", httpapi.TrackRequest{Channel: ch, TS: string(ts), Record: c.record}, &line)
 	} else {
 		err = rm.TrackPolled(w.store, cfg.Conversations, ch, ts, c.record)

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	rm "github.com/slackpoll/slackpoll/internal/readmodel"
+	"github.com/slackpoll/slackpoll/internal/export"
 	"github.com/slackpoll/slackpoll/internal/testsupport/readfixture"
 )
 
@@ -60,7 +60,7 @@ func TestShow(t *testing.T) {
 			wantContains(t, "show never polled", never, "tracked, never read")
 
 			code, js, _ := runCLI(t.Context(), "show", "--json", "--config", cfg, readfixture.General, string(f.Parent))
-			var line rm.MessageLine
+			var line export.MessageLine
 			if code != ExitOK || json.Unmarshal([]byte(js), &line) != nil || line.Record != readfixture.Record || len(line.Replies) != 1 {
 				t.Errorf("show --json = %d %s, want the export line", code, js)
 			}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/slackpoll/slackpoll/config"
+	"github.com/slackpoll/slackpoll/internal/export"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 	"github.com/slackpoll/slackpoll/internal/status"
 )
@@ -79,7 +80,7 @@ func cmdShow(ctx context.Context, c *cmdCtx) error {
 		return err
 	}
 	defer func() { _ = r.Close() }() // read-only
-	var line rm.MessageLine
+	var line export.MessageLine
 	var labels map[string]string
 	var ownUser string
 	if r.api != nil {
@@ -134,7 +135,7 @@ func errNoRecord(key string) error {
 
 // showFromStore reads the message line, the labels of every user it names and the
 // bot user ID auth.test last gave ("" before the first tick).
-func showFromStore(s rm.Store, ref rm.Ref, record string) (line rm.MessageLine, labels map[string]string, ownUser string, err error) {
+func showFromStore(s rm.Store, ref rm.Ref, record string) (line export.MessageLine, labels map[string]string, ownUser string, err error) {
 	err = s.View(func(tx rm.Tx) error {
 		id, _, err := tx.Identity()
 		if err != nil {
@@ -156,7 +157,7 @@ func showFromStore(s rm.Store, ref rm.Ref, record string) (line rm.MessageLine, 
 		if !ok {
 			return errNoMessage(ref)
 		}
-		if line, err = rm.MessageLineOf(tx, &m); err != nil {
+		if line, err = export.MessageLineOf(tx, &m); err != nil {
 			return err
 		}
 		label := rm.TxLabeler(tx)
@@ -172,8 +173,8 @@ func showFromStore(s rm.Store, ref rm.Ref, record string) (line rm.MessageLine, 
 // showFromAPI asks the daemon for the message line, then for each user it names
 // (GET /v1/users/{id}; a user never looked up keeps its ID), and, when the message has
 // reactions or edits to mark as own, for the bot user ID (GET /v1/status).
-func showFromAPI(api *apiClient, ref rm.Ref, record string) (rm.MessageLine, map[string]string, string, error) {
-	var line rm.MessageLine
+func showFromAPI(api *apiClient, ref rm.Ref, record string) (export.MessageLine, map[string]string, string, error) {
+	var line export.MessageLine
 	path := "/v1/conversations/" + url.PathEscape(ref.Channel) + "/messages/" + url.PathEscape(string(ref.TS))
 	if record != "" {
 		path = "/v1/records/" + url.PathEscape(record)
@@ -190,7 +191,7 @@ func showFromAPI(api *apiClient, ref rm.Ref, record string) (rm.MessageLine, map
 	labels := map[string]string{}
 	ids := usersOf(&line)
 	for _, id := range ids {
-		var u rm.UserLine
+		var u export.UserLine
 		err := api.get("/v1/users/"+url.PathEscape(id), &u)
 		switch {
 		case err == nil:

@@ -7,13 +7,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/slackpoll/slackpoll/internal/export"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 )
 
 // usersOf returns the user IDs a message line names that are not labelled in it:
 // reaction users and editors, of the message and of its replies (authors come with
 // user_label already).
-func usersOf(l *rm.MessageLine) []string {
+func usersOf(l *export.MessageLine) []string {
 	var ids []string
 	add := func(edited *rm.Edited, reactions []rm.Reaction) {
 		if edited != nil && edited.User != "" {
@@ -35,7 +36,7 @@ func usersOf(l *rm.MessageLine) []string {
 // thread. labels maps user IDs to names; an ID without one prints as itself. ownUser is
 // the bot user ID from auth.test ("" if not known yet): reactions and edits by it are
 // marked "own" (README, "How it works": own reactions are told apart by the bot user ID).
-func writeShow(w io.Writer, l *rm.MessageLine, labels map[string]string, ownUser string) error {
+func writeShow(w io.Writer, l *export.MessageLine, labels map[string]string, ownUser string) error {
 	name := func(id string) string {
 		own := ""
 		if id == ownUser {

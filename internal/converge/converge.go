@@ -13,14 +13,15 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/slackpoll/slackpoll/internal/export"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 )
 
 // Lines is a read model or a truth, split by line kind.
 type Lines struct {
-	Conversations []rm.ConversationLine
-	Messages      []rm.MessageLine
-	Users         []rm.UserLine
+	Conversations []export.ConversationLine
+	Messages      []export.MessageLine
+	Users         []export.UserLine
 }
 
 // ReadLines decodes export JSON Lines (README, "Commands" (export)), rejecting unknown kinds and
@@ -41,16 +42,16 @@ func ReadLines(r io.Reader) (Lines, error) {
 		dec.DisallowUnknownFields()
 		var err error
 		switch head.Kind {
-		case rm.KindConversation:
-			var c rm.ConversationLine
+		case export.KindConversation:
+			var c export.ConversationLine
 			err = dec.Decode(&c)
 			out.Conversations = append(out.Conversations, c)
-		case rm.KindMessage:
-			var m rm.MessageLine
+		case export.KindMessage:
+			var m export.MessageLine
 			err = dec.Decode(&m)
 			out.Messages = append(out.Messages, m)
-		case rm.KindUser:
-			var u rm.UserLine
+		case export.KindUser:
+			var u export.UserLine
 			err = dec.Decode(&u)
 			out.Users = append(out.Users, u)
 		default:
@@ -66,7 +67,7 @@ func ReadLines(r io.Reader) (Lines, error) {
 // ModelLines exports a store and decodes it.
 func ModelLines(s rm.Store, configured []string) (Lines, error) {
 	var buf bytes.Buffer
-	if err := s.View(func(tx rm.Tx) error { return rm.Export(tx, &buf, configured) }); err != nil {
+	if err := s.View(func(tx rm.Tx) error { return export.Write(tx, &buf, configured) }); err != nil {
 		return Lines{}, err
 	}
 	return ReadLines(&buf)
@@ -94,14 +95,14 @@ type msgKey struct {
 }
 
 // comparable strips what only polling knows, which the truth cannot say.
-func comparable(m rm.MessageLine) rm.MessageLine {
+func comparable(m export.MessageLine) export.MessageLine {
 	m.LastPolledAt, m.MissingSince, m.Record, m.Tracked = nil, nil, "", false
 	return m
 }
 
 // withContentOf returns want with the content fields of got: what a deleted message
 // looked like before Slack replaced it with a tombstone is not Slack's to tell.
-func withContentOf(want, got rm.MessageLine) rm.MessageLine {
+func withContentOf(want, got export.MessageLine) export.MessageLine {
 	want.User, want.UserLabel, want.BotID, want.Subtype = got.User, got.UserLabel, got.BotID, got.Subtype
 	want.Text, want.Edited, want.Reactions, want.OwnPost = got.Text, got.Edited, got.Reactions, got.OwnPost
 	return want
@@ -120,7 +121,7 @@ func Diff(model, truth Lines, since rm.TS) Report {
 	add := func(format string, args ...any) { r.Differences = append(r.Differences, fmt.Sprintf(format, args...)) }
 
 	readable := map[string]bool{}
-	modelConv := map[string]rm.ConversationLine{}
+	modelConv := map[string]export.ConversationLine{}
 	for _, c := range model.Conversations {
 		modelConv[c.ID] = c
 	}
@@ -141,7 +142,7 @@ func Diff(model, truth Lines, since rm.TS) Report {
 		readable[tc.ID] = tc.Status == rm.StatusOK
 	}
 
-	modelMsg := map[msgKey]rm.MessageLine{}
+	modelMsg := map[msgKey]export.MessageLine{}
 	for _, m := range model.Messages {
 		modelMsg[msgKey{m.Channel, m.TS}] = m
 	}
@@ -191,7 +192,7 @@ func Diff(model, truth Lines, since rm.TS) Report {
 		}
 	}
 
-	truthUser := map[string]rm.UserLine{}
+	truthUser := map[string]export.UserLine{}
 	for _, u := range truth.Users {
 		truthUser[u.ID] = u
 	}

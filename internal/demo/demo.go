@@ -22,6 +22,7 @@ import (
 	"github.com/slackpoll/slackpoll/internal/boltstore"
 	"github.com/slackpoll/slackpoll/internal/converge"
 	"github.com/slackpoll/slackpoll/internal/ctxsleep"
+	"github.com/slackpoll/slackpoll/internal/export"
 	"github.com/slackpoll/slackpoll/internal/poller"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 	"github.com/slackpoll/slackpoll/internal/slackapi"
@@ -352,7 +353,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 // thread the store does not hold, which conversations.history never returns and the
 // poller must find through conversations.replies.
 func trackOlder(store rm.Store, truth slackfake.Truth, before time.Time, n int) (int, error) {
-	var older []rm.MessageLine
+	var older []export.MessageLine
 	cut := rm.TSFromUnix(before.Unix())
 	for _, m := range truth.Messages {
 		if m.TS.Before(cut) && (m.ThreadTS == "" || m.ThreadTS == m.TS) {

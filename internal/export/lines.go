@@ -1,7 +1,14 @@
-package readmodel
+// Package export is the export format: the read model as JSON Lines, one object per
+// conversation, timeline message (with its thread) and user, every field always
+// present (README, "Commands" (export)). slackpoll export, GET /v1/export and the
+// message endpoints of the API answer in it; the demo and its convergence check
+// compare models in it.
+package export
 
 import (
 	"time"
+
+	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 )
 
 // Line kinds of the export format (README, "Commands" (export)).
@@ -25,41 +32,41 @@ type ConversationLine struct {
 
 // ReplyLine is one thread reply inside a MessageLine's Replies.
 type ReplyLine struct {
-	TS        TS         `json:"ts"`
-	ThreadTS  TS         `json:"thread_ts"`
-	User      string     `json:"user"`
-	UserLabel string     `json:"user_label"`
-	BotID     string     `json:"bot_id"`
-	Subtype   string     `json:"subtype"`
-	Text      string     `json:"text"`
-	Edited    *Edited    `json:"edited"`
-	Reactions []Reaction `json:"reactions"`
-	OwnPost   bool       `json:"own_post"`
+	TS        rm.TS         `json:"ts"`
+	ThreadTS  rm.TS         `json:"thread_ts"`
+	User      string        `json:"user"`
+	UserLabel string        `json:"user_label"`
+	BotID     string        `json:"bot_id"`
+	Subtype   string        `json:"subtype"`
+	Text      string        `json:"text"`
+	Edited    *rm.Edited    `json:"edited"`
+	Reactions []rm.Reaction `json:"reactions"`
+	OwnPost   bool          `json:"own_post"`
 }
 
 // MessageLine is one timeline message in the export format (README, "Commands" (export)): top-level
 // messages, thread parents and thread_broadcast replies.
 type MessageLine struct {
-	Kind           string      `json:"kind"`
-	Channel        string      `json:"channel"`
-	TS             TS          `json:"ts"`
-	ThreadTS       TS          `json:"thread_ts"`
-	User           string      `json:"user"`
-	UserLabel      string      `json:"user_label"`
-	BotID          string      `json:"bot_id"`
-	Subtype        string      `json:"subtype"`
-	Text           string      `json:"text"`
-	Edited         *Edited     `json:"edited"`
-	Reactions      []Reaction  `json:"reactions"`
-	ReplyCount     int         `json:"reply_count"`
-	LatestReply    TS          `json:"latest_reply"`
-	ReplyWatermark TS          `json:"reply_watermark"`
-	Replies        []ReplyLine `json:"replies"`
-	OwnPost        bool        `json:"own_post"`
-	Deleted        bool        `json:"deleted"`
-	MissingSince   *time.Time  `json:"missing_since"`
-	Record         string      `json:"record"`
-	LastPolledAt   *time.Time  `json:"last_polled_at"`
+	Kind           string        `json:"kind"`
+	Channel        string        `json:"channel"`
+	TS             rm.TS         `json:"ts"`
+	ThreadTS       rm.TS         `json:"thread_ts"`
+	User           string        `json:"user"`
+	UserLabel      string        `json:"user_label"`
+	BotID          string        `json:"bot_id"`
+	Subtype        string        `json:"subtype"`
+	Text           string        `json:"text"`
+	Edited         *rm.Edited    `json:"edited"`
+	Reactions      []rm.Reaction `json:"reactions"`
+	ReplyCount     int           `json:"reply_count"`
+	LatestReply    rm.TS         `json:"latest_reply"`
+	ReplyWatermark rm.TS         `json:"reply_watermark"`
+	Replies        []ReplyLine   `json:"replies"`
+	OwnPost        bool          `json:"own_post"`
+	Deleted        bool          `json:"deleted"`
+	MissingSince   *time.Time    `json:"missing_since"`
+	Record         string        `json:"record"`
+	LastPolledAt   *time.Time    `json:"last_polled_at"`
 	// Tracked is false for a message the tracking policy retired (older than
 	// tracking.horizon and not watched): kept, no longer re-read in rotation.
 	Tracked bool `json:"tracked"`
@@ -77,41 +84,6 @@ type UserLine struct {
 	FetchedAt   *time.Time `json:"fetched_at"`
 }
 
-// Labeler returns the label of a user ID, or "" when the user is not known yet.
-type Labeler func(userID string) string
-
-// UserLabel returns the label of a message's author: the user's label (the raw ID when
-// not looked up yet), or for a message without a user the bot's name, else its bot_id.
-func UserLabel(m *Message, label Labeler) string {
-	if m.User != "" {
-		if label != nil {
-			if l := label(m.User); l != "" {
-				return l
-			}
-		}
-		return m.User
-	}
-	if m.BotName != "" {
-		return m.BotName
-	}
-	if m.BotID != "" {
-		return m.BotID
-	}
-	// Never empty: a reader needs something to show. A thread parent first seen as
-	// a tombstone has no known author.
-	if m.Deleted {
-		return DeletedAuthor
-	}
-	return UnknownAuthor
-}
-
-// Labels of a message whose author is not known: deleted before it was first read
-// (a thread parent first seen as a tombstone), or without user, bot name or bot_id.
-const (
-	DeletedAuthor = "(deleted)"
-	UnknownAuthor = "(unknown)"
-)
-
 func utcPtr(t *time.Time) *time.Time {
 	if t == nil {
 		return nil
@@ -120,11 +92,11 @@ func utcPtr(t *time.Time) *time.Time {
 	return &u
 }
 
-func reactionsOrEmpty(rs []Reaction) []Reaction {
+func reactionsOrEmpty(rs []rm.Reaction) []rm.Reaction {
 	if rs == nil {
-		return []Reaction{}
+		return []rm.Reaction{}
 	}
-	out := make([]Reaction, len(rs))
+	out := make([]rm.Reaction, len(rs))
 	for i, r := range rs {
 		if r.Users == nil {
 			r.Users = []string{}
@@ -135,10 +107,10 @@ func reactionsOrEmpty(rs []Reaction) []Reaction {
 }
 
 // NewConversationLine renders c as an export line.
-func NewConversationLine(c *Conversation) ConversationLine {
+func NewConversationLine(c *rm.Conversation) ConversationLine {
 	status := c.Status
 	if status == "" {
-		status = StatusPending
+		status = rm.StatusPending
 	}
 	return ConversationLine{
 		Kind: KindConversation, ID: c.ID, Type: c.Type, Name: c.Name,
@@ -148,9 +120,9 @@ func NewConversationLine(c *Conversation) ConversationLine {
 }
 
 // NewReplyLine renders a thread reply as an element of a message line's replies.
-func NewReplyLine(r *Message, label Labeler) ReplyLine {
+func NewReplyLine(r *rm.Message, label rm.Labeler) ReplyLine {
 	return ReplyLine{
-		TS: r.TS, ThreadTS: r.ThreadTS, User: r.User, UserLabel: UserLabel(r, label),
+		TS: r.TS, ThreadTS: r.ThreadTS, User: r.User, UserLabel: rm.UserLabel(r, label),
 		BotID: r.BotID, Subtype: r.Subtype, Text: r.Text, Edited: r.Edited,
 		Reactions: reactionsOrEmpty(r.Reactions), OwnPost: r.OwnPost,
 	}
@@ -158,14 +130,14 @@ func NewReplyLine(r *Message, label Labeler) ReplyLine {
 
 // NewMessageLine renders a timeline message and its replies (ascending by ts) as an
 // export line.
-func NewMessageLine(m *Message, replies []Message, label Labeler) MessageLine {
+func NewMessageLine(m *rm.Message, replies []rm.Message, label rm.Labeler) MessageLine {
 	rl := make([]ReplyLine, len(replies))
 	for i := range replies {
 		rl[i] = NewReplyLine(&replies[i], label)
 	}
 	return MessageLine{
 		Kind: KindMessage, Channel: m.Channel, TS: m.TS, ThreadTS: m.ThreadTS,
-		User: m.User, UserLabel: UserLabel(m, label), BotID: m.BotID, Subtype: m.Subtype,
+		User: m.User, UserLabel: rm.UserLabel(m, label), BotID: m.BotID, Subtype: m.Subtype,
 		Text: m.Text, Edited: m.Edited, Reactions: reactionsOrEmpty(m.Reactions),
 		ReplyCount: m.ReplyCount, LatestReply: m.LatestReply, ReplyWatermark: m.ReplyWatermark,
 		Replies: rl, OwnPost: m.OwnPost, Deleted: m.Deleted,
@@ -175,7 +147,7 @@ func NewMessageLine(m *Message, replies []Message, label Labeler) MessageLine {
 }
 
 // NewUserLine renders a cached user as an export line.
-func NewUserLine(u *User) UserLine {
+func NewUserLine(u *rm.User) UserLine {
 	var fetched *time.Time
 	if !u.FetchedAt.IsZero() {
 		fetched = utcPtr(&u.FetchedAt)

@@ -1,4 +1,4 @@
-package readmodel
+package export
 
 import (
 	"bufio"
@@ -7,44 +7,34 @@ import (
 	"io"
 	"slices"
 	"strings"
+
+	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 )
 
-// TxLabeler returns a Labeler reading the users cache of tx: a user's label, or "" when
-// the user has not been looked up.
-func TxLabeler(tx Tx) Labeler {
-	return func(id string) string {
-		u, ok, err := tx.User(id)
-		if err != nil || !ok {
-			return ""
-		}
-		return u.Label()
-	}
-}
-
 // MessageLineOf renders the stored timeline message m with its thread.
-func MessageLineOf(tx Tx, m *Message) (MessageLine, error) {
-	var replies []Message
+func MessageLineOf(tx rm.Tx, m *rm.Message) (MessageLine, error) {
+	var replies []rm.Message
 	if !m.IsReply() {
 		var err error
 		if replies, err = tx.Replies(m.Channel, m.TS); err != nil {
 			return MessageLine{}, err
 		}
 	}
-	return NewMessageLine(m, replies, TxLabeler(tx)), nil
+	return NewMessageLine(m, replies, rm.TxLabeler(tx)), nil
 }
 
-// Export writes the whole read model as JSON Lines (README, "Commands" (export)): conversations by
+// Write writes the whole read model as JSON Lines (README, "Commands" (export)): conversations by
 // id (configured ones not stored yet as status pending), then timeline messages by
 // channel id and ts ascending with their replies, then users by id. It streams: memory
 // does not grow with the store.
-func Export(tx Tx, w io.Writer, configured []string) error {
+func Write(tx rm.Tx, w io.Writer, configured []string) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	enc := json.NewEncoder(bw)
 	enc.SetEscapeHTML(false)
 
 	var ids []string
 	stored := map[string]bool{}
-	err := tx.Conversations(func(c Conversation) error {
+	err := tx.Conversations(func(c rm.Conversation) error {
 		stored[c.ID] = true
 		ids = append(ids, c.ID)
 		return nil
@@ -65,14 +55,14 @@ func Export(tx Tx, w io.Writer, configured []string) error {
 			return err
 		}
 		if !ok {
-			c = Conversation{ID: id, Status: StatusPending}
+			c = rm.Conversation{ID: id, Status: rm.StatusPending}
 		}
 		if err := enc.Encode(NewConversationLine(&c)); err != nil {
 			return err
 		}
 	}
 	for _, id := range ids {
-		err := tx.Timeline(id, "", "", func(m Message) error {
+		err := tx.Timeline(id, "", "", func(m rm.Message) error {
 			line, err := MessageLineOf(tx, &m)
 			if err != nil {
 				return err
@@ -83,8 +73,8 @@ func Export(tx Tx, w io.Writer, configured []string) error {
 			return err
 		}
 	}
-	err = tx.Users(func(u User) error {
-		if IsBotID(u.ID) {
+	err = tx.Users(func(u rm.User) error {
+		if rm.IsBotID(u.ID) {
 			return nil // looked up by an older version; a bot ID is not a user
 		}
 		return enc.Encode(NewUserLine(&u))

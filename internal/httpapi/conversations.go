@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/slackpoll/slackpoll/internal/export"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 )
 
@@ -12,18 +13,18 @@ import (
 // configured one not stored yet (status pending), by id, as conversation lines. The
 // list is short (one entry per conversation), so it is never paged.
 func (a *api) conversations(w http.ResponseWriter, r *http.Request) {
-	items := []rm.ConversationLine{}
+	items := []export.ConversationLine{}
 	err := a.store.View(func(tx rm.Tx) error {
 		stored := map[string]bool{}
 		err := tx.Conversations(func(c rm.Conversation) error {
 			stored[c.ID] = true
-			items = append(items, rm.NewConversationLine(&c))
+			items = append(items, export.NewConversationLine(&c))
 			return nil
 		})
 		for _, id := range a.configuredNow() {
 			if !stored[id] {
 				stored[id] = true
-				items = append(items, rm.NewConversationLine(&rm.Conversation{ID: id, Status: rm.StatusPending}))
+				items = append(items, export.NewConversationLine(&rm.Conversation{ID: id, Status: rm.StatusPending}))
 			}
 		}
 		return err
@@ -32,7 +33,7 @@ func (a *api) conversations(w http.ResponseWriter, r *http.Request) {
 		a.internalError(w, r, err)
 		return
 	}
-	slices.SortFunc(items, func(x, y rm.ConversationLine) int {
+	slices.SortFunc(items, func(x, y export.ConversationLine) int {
 		switch {
 		case x.ID < y.ID:
 			return -1
@@ -41,7 +42,7 @@ func (a *api) conversations(w http.ResponseWriter, r *http.Request) {
 		}
 		return 0
 	})
-	writeJSON(w, http.StatusOK, list[rm.ConversationLine]{Items: items})
+	writeJSON(w, http.StatusOK, list[export.ConversationLine]{Items: items})
 }
 
 // errUnknownConversation is returned inside a View for a conversation the model
@@ -91,14 +92,14 @@ func (a *api) serveMessage(w http.ResponseWriter, r *http.Request, ref rm.Ref) {
 	}
 }
 
-func (a *api) messageLine(ref rm.Ref) (line rm.MessageLine, ok bool, err error) {
+func (a *api) messageLine(ref rm.Ref) (line export.MessageLine, ok bool, err error) {
 	err = a.store.View(func(tx rm.Tx) error {
 		m, found, err := tx.Message(ref.Channel, ref.TS)
 		if err != nil || !found {
 			return err
 		}
 		ok = true
-		line, err = rm.MessageLineOf(tx, &m)
+		line, err = export.MessageLineOf(tx, &m)
 		return err
 	})
 	return line, ok, err

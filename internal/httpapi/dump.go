@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/slackpoll/slackpoll/internal/export"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 )
 
@@ -28,7 +29,7 @@ func (a *api) export(w http.ResponseWriter, r *http.Request) {
 	noWriteDeadline(w)
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	cw := &clientWriter{w: w}
-	err := a.store.View(func(tx rm.Tx) error { return rm.Export(tx, cw, a.configuredNow()) })
+	err := a.store.View(func(tx rm.Tx) error { return export.Write(tx, cw, a.configuredNow()) })
 	a.streamFailed(r, cw, "export", err)
 }
 

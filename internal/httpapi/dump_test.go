@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/slackpoll/slackpoll/internal/boltstore"
+	"github.com/slackpoll/slackpoll/internal/export"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 	"github.com/slackpoll/slackpoll/internal/testsupport/storetest"
 )
@@ -15,7 +16,7 @@ import (
 func exportOf(t *testing.T, s rm.Store, configured []string) []byte {
 	t.Helper()
 	var b bytes.Buffer
-	if err := s.View(func(tx rm.Tx) error { return rm.Export(tx, &b, configured) }); err != nil {
+	if err := s.View(func(tx rm.Tx) error { return export.Write(tx, &b, configured) }); err != nil {
 		t.Fatal(err)
 	}
 	return b.Bytes()

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/slackpoll/slackpoll/internal/export"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 )
 
@@ -96,7 +97,7 @@ func (a *api) messages(w http.ResponseWriter, r *http.Request) {
 	if p.after != "" && (from == "" || from.Before(p.after)) {
 		from = p.after
 	}
-	page := list[rm.MessageLine]{Items: []rm.MessageLine{}}
+	page := list[export.MessageLine]{Items: []export.MessageLine{}}
 	err = a.store.View(func(tx rm.Tx) error {
 		if ok, err := a.knownConversation(tx, channel); err != nil || !ok {
 			if err == nil {
@@ -113,7 +114,7 @@ func (a *api) messages(w http.ResponseWriter, r *http.Request) {
 				page.NextCursor = encodeCursor(page.Items[len(page.Items)-1].TS)
 				return rm.ErrStopIteration
 			}
-			line, err := rm.MessageLineOf(tx, &m)
+			line, err := export.MessageLineOf(tx, &m)
 			if err != nil {
 				return err
 			}

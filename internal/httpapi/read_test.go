@@ -6,20 +6,21 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/slackpoll/slackpoll/internal/export"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 	"github.com/slackpoll/slackpoll/internal/testsupport/readfixture"
 )
 
 type messagePage struct {
-	Items      []rm.MessageLine `json:"items"`
-	NextCursor string           `json:"next_cursor"`
+	Items      []export.MessageLine `json:"items"`
+	NextCursor string               `json:"next_cursor"`
 }
 
 func TestConversationsListsStoredAndConfigured(t *testing.T) {
 	e := newEnv(t, envOpts{})
 	var page struct {
-		Items      []rm.ConversationLine `json:"items"`
-		NextCursor *string               `json:"next_cursor"`
+		Items      []export.ConversationLine `json:"items"`
+		NextCursor *string                   `json:"next_cursor"`
 	}
 	e.get(t, "/v1/conversations", http.StatusOK, &page)
 	var got [][3]string
@@ -71,7 +72,7 @@ func TestMessagesPagesThroughTheTimelineInTSOrder(t *testing.T) {
 	}
 	// The parent's line carries its thread; the reply is not a timeline line.
 	parent := p1.Items[1]
-	if parent.Kind != rm.KindMessage || len(parent.Replies) != 1 || parent.Replies[0].TS != f.Reply {
+	if parent.Kind != export.KindMessage || len(parent.Replies) != 1 || parent.Replies[0].TS != f.Reply {
 		t.Errorf("parent line = %+v, want kind message with the one reply %s", parent, f.Reply)
 	}
 }
@@ -126,7 +127,7 @@ func TestMessagesOfUnknownAndPendingConversations(t *testing.T) {
 func TestMessageReturnsTheExportLineWithItsThread(t *testing.T) {
 	e := newEnv(t, envOpts{})
 	f := e.f
-	var m rm.MessageLine
+	var m export.MessageLine
 	e.get(t, "/v1/conversations/"+readfixture.General+"/messages/"+string(f.Parent), http.StatusOK, &m)
 	if m.Text != "Deploy finished (v2)" || m.Edited == nil || m.Record != readfixture.Record || m.UserLabel != "avery" {
 		t.Errorf("parent = %+v, want edited text, record and label avery", m)
@@ -138,13 +139,13 @@ func TestMessageReturnsTheExportLineWithItsThread(t *testing.T) {
 		t.Errorf("replies = %+v, want Bee Example's edited reply", m.Replies)
 	}
 
-	var own rm.MessageLine
+	var own export.MessageLine
 	e.get(t, "/v1/conversations/"+readfixture.General+"/messages/"+string(f.Own), http.StatusOK, &own)
 	if !own.OwnPost {
 		t.Errorf("own post = false for the token's bot message")
 	}
 
-	var reply rm.MessageLine
+	var reply export.MessageLine
 	e.get(t, "/v1/conversations/"+readfixture.General+"/messages/"+string(f.Reply), http.StatusOK, &reply)
 	if reply.ThreadTS != f.Parent || reply.Text != "thanks!" {
 		t.Errorf("reply line = %+v, want thread_ts %s", reply, f.Parent)
@@ -156,16 +157,16 @@ func TestMessageReturnsTheExportLineWithItsThread(t *testing.T) {
 
 func TestRecordAndUser(t *testing.T) {
 	e := newEnv(t, envOpts{})
-	var m rm.MessageLine
+	var m export.MessageLine
 	e.get(t, "/v1/records/"+readfixture.Record, http.StatusOK, &m)
 	if m.Channel != readfixture.General || m.TS != e.f.Parent {
 		t.Errorf("record %s → %s %s, want %s %s", readfixture.Record, m.Channel, m.TS, readfixture.General, e.f.Parent)
 	}
 	wantErr(t, e, http.MethodGet, "/v1/records/ticket-0", nil, http.StatusNotFound, "ticket-0")
 
-	var u rm.UserLine
+	var u export.UserLine
 	e.get(t, "/v1/users/"+readfixture.Bee, http.StatusOK, &u)
-	if u.Kind != rm.KindUser || u.Label != "Bee Example" {
+	if u.Kind != export.KindUser || u.Label != "Bee Example" {
 		t.Errorf("user = %+v, want label Bee Example", u)
 	}
 	wantErr(t, e, http.MethodGet, "/v1/users/U0NOBODY0", nil, http.StatusNotFound, "U0NOBODY0")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/slackpoll/slackpoll/internal/export"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 )
 
@@ -55,7 +56,7 @@ func (a *api) user(w http.ResponseWriter, r *http.Request) {
 	case !found:
 		writeError(w, http.StatusNotFound, "user %s has not been looked up", id)
 	default:
-		writeJSON(w, http.StatusOK, rm.NewUserLine(&u))
+		writeJSON(w, http.StatusOK, export.NewUserLine(&u))
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/slackpoll/slackpoll/internal/export"
 	"github.com/slackpoll/slackpoll/internal/httpapi"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 	"github.com/slackpoll/slackpoll/internal/testsupport/readfixture"
@@ -18,14 +19,14 @@ func TestTrackAddsANeverPolledMessageWithItsRecord(t *testing.T) {
 	if code != http.StatusOK {
 		t.Fatalf("POST /v1/tracked = %d %s", code, b)
 	}
-	var m rm.MessageLine
+	var m export.MessageLine
 	if err := json.Unmarshal(b, &m); err != nil {
 		t.Fatal(err)
 	}
 	if m.TS != ts || m.Record != "ticket-7" || m.LastPolledAt != nil {
 		t.Errorf("tracked line = %+v, want ts %s, record ticket-7, last_polled_at null", m, ts)
 	}
-	var byRecord rm.MessageLine
+	var byRecord export.MessageLine
 	e.get(t, "/v1/records/ticket-7", http.StatusOK, &byRecord)
 	if byRecord.TS != ts {
 		t.Errorf("record ticket-7 → %s, want %s", byRecord.TS, ts)
@@ -68,7 +69,7 @@ func TestTrackConflictsAndBadBodies(t *testing.T) {
 	wantErr(t, e, http.MethodPost, "/v1/tracked", map[string]string{"channel": readfixture.General, "ts": string(e.f.Plain), "recrod": "x"},
 		http.StatusBadRequest, "recrod")
 	// Nothing of the rejected requests was written.
-	var plain rm.MessageLine
+	var plain export.MessageLine
 	e.get(t, "/v1/conversations/"+readfixture.General+"/messages/"+string(e.f.Plain), http.StatusOK, &plain)
 	if plain.Record != "" {
 		t.Errorf("Plain got record %q from a rejected request", plain.Record)

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/slackpoll/slackpoll/internal/export"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 )
 
@@ -24,7 +25,7 @@ func TestParentFirstSeenAsATombstoneHasALabel(t *testing.T) {
 	}
 	var label string
 	if err := store.View(func(tx rm.Tx) error {
-		line, err := rm.MessageLineOf(tx, &m)
+		line, err := export.MessageLineOf(tx, &m)
 		label = line.UserLabel
 		return err
 	}); err != nil {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slackpoll/slackpoll/internal/export"
 	"github.com/slackpoll/slackpoll/internal/poller"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 	"github.com/slackpoll/slackpoll/internal/testsupport/mock"
@@ -357,7 +358,7 @@ func TestTSByteIdenticalEndToEnd(t *testing.T) {
 	}
 	mustTick(t, p)
 	var buf bytes.Buffer
-	if err := store.View(func(tx rm.Tx) error { return rm.Export(tx, &buf, []string{ch}) }); err != nil {
+	if err := store.View(func(tx rm.Tx) error { return export.Write(tx, &buf, []string{ch}) }); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(buf.String(), `"ts":"1718906000.000100"`) {

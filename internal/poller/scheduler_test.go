@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slackpoll/slackpoll/internal/export"
 	"github.com/slackpoll/slackpoll/internal/poller"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 	"github.com/slackpoll/slackpoll/internal/testsupport/mock"
@@ -187,7 +188,7 @@ func TestHorizonRetiresAndALongerOneBringsBack(t *testing.T) {
 	if m := getMsg(t, store, ch, watchedOld); m.Retired {
 		t.Fatalf("watched message past the horizon was retired: %+v", m)
 	}
-	if line := rm.NewMessageLine(&rm.Message{Channel: ch, TS: old, Retired: true}, nil, nil); line.Tracked {
+	if line := export.NewMessageLine(&rm.Message{Channel: ch, TS: old, Retired: true}, nil, nil); line.Tracked {
 		t.Fatal("export line of a retired message says tracked")
 	}
 	clock.Advance(time.Minute)

@@ -2,9 +2,10 @@
 // (messages, threads, reactions, users) and the words used for it; the ports it is
 // read and written through (Store and Tx, Source); the Writer, the one place the model
 // is written, which applies replace-on-read and records each change in the same
-// transaction; the change kinds; and the export format. It imports the standard
-// library only: bbolt lives in internal/boltstore, slack-go in internal/slackapi,
-// and the scheduler that decides what to read when in internal/poller.
+// transaction; and the change kinds. It imports the standard library only: bbolt
+// lives in internal/boltstore, slack-go in internal/slackapi, the scheduler that
+// decides what to read when in internal/poller, the export format (the model as
+// JSON Lines) in internal/export.
 //
 // # One pass
 //
@@ -117,9 +118,9 @@
 //     rates in each profile (rates.go); the call in internal/slackapi and in the
 //     fake, internal/slackfake; a stream in internal/poller, listed in newTick, with
 //     its cap in poller.Budget.
-//   - An export field: its line type and constructor in export.go (MessageLine,
-//     NewMessageLine, …); a stored field goes on Message and in the store's codec
-//     (internal/boltstore/codec_message.go).
+//   - An export field: its line type and constructor in internal/export (lines.go:
+//     MessageLine, NewMessageLine, …); a stored field goes on Message and in the
+//     store's codec (internal/boltstore/codec_message.go).
 //   - A change kind: its constant and ChangeKinds in change.go; feedTx (feed.go)
 //     emits it where the Writer's transaction sees the difference.
 package readmodel

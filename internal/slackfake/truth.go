@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 
+	"github.com/slackpoll/slackpoll/internal/export"
 	"github.com/slackpoll/slackpoll/internal/readmodel"
 )
 
@@ -33,9 +34,9 @@ import (
 // Tests comparing a read model with it usually keep only the conversations the poller
 // can read (Only) and ignore the read model's missing_since messages.
 type Truth struct {
-	Conversations []readmodel.ConversationLine
-	Messages      []readmodel.MessageLine
-	Users         []readmodel.UserLine
+	Conversations []export.ConversationLine
+	Messages      []export.MessageLine
+	Users         []export.UserLine
 }
 
 // Truth renders the current workspace.
@@ -56,7 +57,7 @@ func (s *Server) Truth() Truth {
 	}
 	for _, id := range ids {
 		cv := s.convs[id]
-		t.Conversations = append(t.Conversations, readmodel.NewConversationLine(s.truthConversation(cv)))
+		t.Conversations = append(t.Conversations, export.NewConversationLine(s.truthConversation(cv)))
 		for _, m := range cv.timeline {
 			rm := s.modelMessage(m)
 			var replies []readmodel.Message
@@ -65,7 +66,7 @@ func (s *Server) Truth() Truth {
 					replies = append(replies, s.modelMessage(r))
 				}
 			}
-			t.Messages = append(t.Messages, readmodel.NewMessageLine(&rm, replies, label))
+			t.Messages = append(t.Messages, export.NewMessageLine(&rm, replies, label))
 		}
 	}
 	t.Users = s.userLines(referencedUsers(t.Messages))
@@ -116,7 +117,7 @@ func (s *Server) modelMessage(m *message) readmodel.Message {
 	return rm
 }
 
-func referencedUsers(msgs []readmodel.MessageLine) []string {
+func referencedUsers(msgs []export.MessageLine) []string {
 	seen := map[string]bool{}
 	add := func(id string) {
 		if id != "" {
@@ -146,14 +147,14 @@ func referencedUsers(msgs []readmodel.MessageLine) []string {
 	return ids
 }
 
-func (s *Server) userLines(ids []string) []readmodel.UserLine {
-	out := make([]readmodel.UserLine, 0, len(ids))
+func (s *Server) userLines(ids []string) []export.UserLine {
+	out := make([]export.UserLine, 0, len(ids))
 	for _, id := range ids {
 		ru := readmodel.User{ID: id, LookupError: "user_not_found"}
 		if u := s.users[id]; u != nil {
 			ru = readmodel.User{ID: id, DisplayName: u.DisplayName, RealName: u.RealName, Deleted: u.Deleted}
 		}
-		out = append(out, readmodel.NewUserLine(&ru))
+		out = append(out, export.NewUserLine(&ru))
 	}
 	return out
 }

@@ -9,7 +9,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/slackpoll/slackpoll/internal/readmodel"
+	"github.com/slackpoll/slackpoll/internal/export"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/truth.jsonl")
@@ -70,7 +70,7 @@ func TestTruthRules(t *testing.T) {
 	}
 
 	label := map[string]string{}
-	var byText = map[string]readmodel.MessageLine{}
+	var byText = map[string]export.MessageLine{}
 	for _, m := range tr.Messages {
 		byText[m.Text] = m
 		label[m.Text] = m.UserLabel

@@ -13,6 +13,7 @@ import (
 	"testing/synctest"
 
 	"github.com/slackpoll/slackpoll/internal/converge"
+	"github.com/slackpoll/slackpoll/internal/export"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 )
 
@@ -291,7 +292,7 @@ func largePage() slackCase {
 				t.Errorf("%d of the %d extra messages stored", extra, n)
 			}
 			// The extra messages' author is looked up too; the rest is unchanged.
-			rest.Users = slices.DeleteFunc(slices.Clone(after.Users), func(u rm.UserLine) bool { return u.ID == "U0EXTRA00" })
+			rest.Users = slices.DeleteFunc(slices.Clone(after.Users), func(u export.UserLine) bool { return u.ID == "U0EXTRA00" })
 			if d := sameData(before, rest); d != "" {
 				t.Errorf("stored data changed besides the extra messages (-before +after):\n%s", d)
 			}
