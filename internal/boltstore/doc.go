@@ -16,6 +16,12 @@
 //	    t/                       parent tskey | reply tskey → "" (the thread index: Replies is a
 //	                             prefix scan of 12 bytes)
 //	    "n"                      counters: messages, threads, tracked (3 × uint64 big-endian)
+//	    i/                       the tile index: tskey → uvarint count of the timeline records
+//	                             from it to the next key (blocks of at most 1024), and "v" →
+//	                             format(1) uvarint(messages counter) uvarint(sum of counts),
+//	                             the stamp that says which records it describes (see
+//	                             tiles.go); derived data, rebuilt on open when missing or
+//	                             stale
 //	tail/                        the tail index, one entry per tracked message (m.IsTracked()),
 //	                             ordered by polled | channel | 0x00 | tskey, where polled is
 //	                             RotatedAt() as big-endian unix nanoseconds (8 bytes), 0 for
@@ -73,5 +79,7 @@
 // queues its tail change; a thread reply adds one thread index Put when its thread
 // changes. Applying a 999-message page costs about 1.8× writing the same encoded bytes
 // with raw bbolt Puts (BenchmarkApplyHistoryPage vs BenchmarkRawPutPage). TailOldest(25)
-// costs the same with 10k or 1M tracked messages (BenchmarkTailOldest).
+// costs the same with 10k or 1M tracked messages (BenchmarkTailOldest). TimelineTile reads
+// the tile index's blocks, at most one block of records and the tile
+// (BenchmarkTimelineTile).
 package boltstore

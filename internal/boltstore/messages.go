@@ -2,6 +2,7 @@ package boltstore
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 
 	"github.com/slackpoll/slackpoll/internal/readmodel"
@@ -70,9 +71,9 @@ func (t *tx) PutMessage(m readmodel.Message) error {
 	// What the old record indexed, decided before Put replaces it. An undecodable
 	// old record is replaced, its index entries found by a scan.
 	var old header
-	had, known := false, false
+	had, known, oldTimeline := false, false, false
 	if v := cb.get(k); v != nil {
-		had = true
+		had, oldTimeline = true, inTimeline(v)
 		if old, err = readHeader(v); err != nil {
 			if err := t.forgetIndexes(cb, t.delta(m.Channel), m.Channel, k); err != nil {
 				return err
@@ -98,6 +99,13 @@ func (t *tx) PutMessage(m readmodel.Message) error {
 	d := t.delta(m.Channel)
 	if !had {
 		d.messages++
+	}
+	if newTimeline := inTimeline(v); newTimeline != oldTimeline {
+		delta := int8(-1)
+		if newTimeline {
+			delta = 1
+		}
+		t.tileQueue(m.Channel, k, delta)
 	}
 	if known && old.isReply() && !sameThread {
 		if err := t.removeReply(cb, d, oldParent, k); err != nil {
@@ -150,6 +158,9 @@ func (t *tx) DeleteMessage(channel string, ts readmodel.TS) error {
 	}
 	d := t.delta(channel)
 	d.messages--
+	if inTimeline(v) {
+		t.tileQueue(channel, k, -1)
+	}
 	if old.isReply() {
 		if err := t.removeReply(cb, d, oldParent, k); err != nil {
 			return err
@@ -256,8 +267,9 @@ func (t *tx) TimelineBefore(channel string, latest readmodel.TS, n int) ([]readm
 	return out, nil
 }
 
-// TimelineTile returns the tile of channel's timeline holding ts (see readmodel.Tx). The
-// walk to ts reads keys and flag bytes only; the tile's messages are decoded from its
+// TimelineTile returns the tile of channel's timeline holding ts (see readmodel.Tx), by
+// the tile index (see tiles.go) or, when that cannot answer, by a walk from the oldest
+// record that reads keys and flag bytes only; the tile's messages are decoded from its
 // first key. A record that cannot be decoded keeps its number (it is still in the
 // timeline Slack returns) and is left out of the tile.
 func (t *tx) TimelineTile(channel string, ts readmodel.TS, size int) (readmodel.Tile, error) {
@@ -269,6 +281,22 @@ func (t *tx) TimelineTile(channel string, ts readmodel.TS, size int) (readmodel.
 		return readmodel.Tile{}, err
 	}
 	tk := ts.Key()
+	tile, ok, err := t.indexedTile(cb, channel, tk[:], size)
+	if err == nil {
+		if !ok {
+			return readmodel.Tile{}, nil
+		}
+		return tile, nil
+	}
+	if !errors.Is(err, errTilesPending) && t.stale != nil {
+		t.stale.add(channel)
+	}
+	return t.walkedTile(cb, channel, tk[:], size)
+}
+
+// walkedTile is TimelineTile by a walk from the channel's oldest record, for when the
+// tile index cannot answer.
+func (t *tx) walkedTile(cb *chanBuckets, channel string, tk []byte, size int) (readmodel.Tile, error) {
 	c := cb.msgs.Cursor()
 	var start []byte
 	n := 0
@@ -281,7 +309,7 @@ func (t *tx) TimelineTile(channel string, ts readmodel.TS, size int) (readmodel.
 			start = k
 		}
 		n++
-		if cmp := bytes.Compare(k, tk[:]); cmp >= 0 {
+		if cmp := bytes.Compare(k, tk); cmp >= 0 {
 			found = cmp == 0
 			break
 		}

@@ -163,7 +163,10 @@ func initSchema(btx *bolt.Tx, path string) error {
 		if err := addWatched(btx, path); err != nil {
 			return err
 		}
-		return addFeed(btx, path)
+		if err := addFeed(btx, path); err != nil {
+			return err
+		}
+		return rebuildStaleTiles(btx)
 	}
 	// A file with buckets but no meta was not written by slackpoll: don't add ours to it.
 	if err := btx.ForEach(func([]byte, *bolt.Bucket) error { return errForeign }); err != nil {

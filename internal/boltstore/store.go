@@ -19,6 +19,7 @@ type Store struct {
 	// scratch is reused by the write transactions, which bbolt serializes.
 	scratch scratch
 	bad     badRecords
+	stale   staleTiles
 	// opened is the file bbolt opened, to notice it deleted or replaced under us.
 	opened os.FileInfo
 }
@@ -38,7 +39,11 @@ func (s *Store) View(fn func(readmodel.Tx) error) error {
 		return err
 	}
 	return guard(s.path, func() error {
-		return s.db.View(func(btx *bolt.Tx) error { return fn(newTx(btx, nil, &s.bad)) })
+		return s.db.View(func(btx *bolt.Tx) error {
+			t := newTx(btx, nil, &s.bad)
+			t.stale = &s.stale
+			return fn(t)
+		})
 	})
 }
 
@@ -59,10 +64,14 @@ func (s *Store) update(fn func(readmodel.Tx) error) error {
 		// transaction has finished with the scratch.
 		s.scratch.reset()
 		t := newTx(btx, &s.scratch, &s.bad)
+		t.stale = &s.stale
 		if err := fn(t); err != nil {
 			return err
 		}
 		if err := t.flushTail(); err != nil {
+			return err
+		}
+		if err := t.flushTiles(); err != nil {
 			return err
 		}
 		return t.flushCounts()

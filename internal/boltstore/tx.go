@@ -47,6 +47,8 @@ type tx struct {
 	lastDelta     *counts
 	// bad is the store's set of undecodable records.
 	bad *badRecords
+	// stale is the store's set of tile indexes to rebuild (nil: none kept).
+	stale *staleTiles
 	*scratch
 }
 
@@ -63,6 +65,10 @@ type scratch struct {
 	// kbuf, key, parent and oldParent are scratch for keys; bbolt copies keys on Put.
 	kbuf                   []byte
 	key, parent, oldParent [tsKeyLen]byte
+	// tiles are the queued tile index changes (see flushTiles); blocks is the
+	// lookup's working memory.
+	tiles  []tileChange
+	blocks []block
 }
 
 // reset readies s for the next transaction, after the last one ended.
@@ -72,6 +78,8 @@ func (s *scratch) reset() {
 	s.tail.puts, s.tail.dels, s.tail.seq = s.tail.puts[:0], s.tail.dels[:0], 0
 	clear(s.items)
 	clear(s.merged)
+	clear(s.tiles)
+	s.tiles = s.tiles[:0]
 }
 
 // chanBuckets are the nested buckets of one channel, valid for the transaction.

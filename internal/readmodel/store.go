@@ -59,8 +59,9 @@ type Tx interface {
 	// TimelineTile returns the tile of the channel's timeline that holds ts: the
 	// timeline messages numbered from the channel's oldest stored one (0) are cut into
 	// tiles of size, tile k holding numbers k×size to k×size+size−1. It returns the
-	// zero Tile when ts is not a stored timeline message. Its cost grows with the
-	// number of records below ts, not with size.
+	// zero Tile when ts is not a stored timeline message. Its cost grows with size,
+	// and barely with the conversation (boltstore reads an index of about one entry
+	// per 500 timeline messages).
 	TimelineTile(channel string, ts TS, size int) (Tile, error)
 	// TailOldest returns up to n tracked messages least recently rotated first (by
 	// RotatedAt, never first; ties by channel then ts), skipping those for which skip returns
