@@ -71,7 +71,7 @@ func (t *tx) addMessage(channel string, k []byte, err error) {
 		if v == nil {
 			return false
 		}
-		_, err = decodeMessage(channel, v)
+		_, err = cb.decode(channel, key, v)
 		return err != nil
 	})
 }

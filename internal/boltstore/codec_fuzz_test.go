@@ -21,8 +21,8 @@ func FuzzDecodeMessage(f *testing.F) {
 	f.Add([]byte{})
 	f.Add([]byte{formatMessage})
 	f.Fuzz(func(t *testing.T, v []byte) {
-		m, err := decodeMessage("C1", v)
-		h, herr := readHeader(v)
+		m, err := decodeMessage("C1", v, nil)
+		h, herr := readHeader(v, nil)
 		if err != nil {
 			return
 		}
@@ -32,7 +32,7 @@ func FuzzDecodeMessage(f *testing.F) {
 		if string(h.threadTS) != string(m.ThreadTS) {
 			t.Fatalf("readHeader thread_ts %q, decodeMessage %q", h.threadTS, m.ThreadTS)
 		}
-		again, err := decodeMessage("C1", appendMessage(nil, &m))
+		again, err := decodeMessage("C1", appendMessage(nil, &m), appendReadTimes(nil, &m))
 		if err != nil {
 			t.Fatalf("re-encoded message does not decode: %v", err)
 		}

@@ -2,28 +2,56 @@ package boltstore
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/slackpoll/slackpoll/internal/readmodel"
 )
 
-// Message value, format 2 (byte 0). Strings are uvarint length + bytes; the channel is
-// not stored (it is the bucket).
+// Message value, format 3 (byte 0): the content, without read times. Strings are
+// uvarint length + bytes; the channel is not stored (it is the bucket).
 //
-//	format(1) flags(1) [RotatedAt time, if flagPolled] ts thread_ts           ← header
+//	format(1) flags(1) ts thread_ts                                          ← header
 //	user bot_id bot_name subtype text [edited.user edited.ts, if flagEdited]
 //	n_reactions{ name count(varint) n_users{ user } }
 //	reply_count(varint) latest_reply reply_watermark
 //	[MissingSince time, if flagMissing] record
-//	ext(1) [LastPolledAt time, if extPolled] [ThreadSyncedAt time, if extThreadSynced]
+//	ext(1)
 //
-// The header time is the tail index time, m.RotatedAt(); the message's own
-// LastPolledAt is in the extension.
+// The read times live in a record of their own under the same key (chan/<c>/r/, see
+// appendReadTimes), so that a read that finds a message unchanged rewrites a few bytes,
+// not the message: the content value is put only when its bytes change.
+//
+// Format 2, written by earlier releases, is format 3 with the read times inline: the
+// tail index time, m.RotatedAt(), after the flags (if flagPolled), and after ext
+// LastPolledAt (if extPolled) and ThreadSyncedAt (if extThreadSynced). It is still
+// read; PutMessage replaces it with format 3 and a read-times record.
+//
 // The header comes first so PutMessage and DeleteMessage can update the indexes from
 // the old record without decoding it whole; flagTimeline lets Timeline skip plain
 // replies undecoded.
-const formatMessage = 2
+const (
+	formatMessageTimed = 2
+	formatMessage      = 3
+)
+
+// isMessageFormat reports whether b is a message format this build reads.
+func isMessageFormat(b byte) bool { return b == formatMessage || b == formatMessageTimed }
+
+// Read-times value, format 1 (chan/<c>/r/tskey), present when the message has any:
+//
+//	format(1) bits(1) [LastPolledAt time, if rtPolled] [ThreadSyncedAt time, if rtThreadSynced]
+//
+// rtRotatedThread says that RotatedAt() is ThreadSyncedAt (else it is LastPolledAt),
+// so the tail index time is known without the content.
+const formatReadTimes = 1
+
+const (
+	rtPolled = 1 << iota
+	rtThreadSynced
+	rtRotatedThread
+)
 
 const (
 	flagTimeline = 1 << iota // m.InTimeline()
@@ -92,11 +120,22 @@ const (
 	extRetired                  // Retired
 )
 
-// appendMessage appends the format-2 encoding of m to b.
+// appendMessage appends the format-3 encoding of m (its content) to b.
 func appendMessage(b []byte, m *readmodel.Message) []byte {
+	return appendMessageFormat(b, m, formatMessage)
+}
+
+// appendMessageTimed appends the format-2 encoding of m, read times inline: what
+// earlier releases wrote (tests build old stores with it).
+func appendMessageTimed(b []byte, m *readmodel.Message) []byte {
+	return appendMessageFormat(b, m, formatMessageTimed)
+}
+
+func appendMessageFormat(b []byte, m *readmodel.Message, format byte) []byte {
+	timed := format == formatMessageTimed
 	flags := messageFlags(m)
-	b = append(b, formatMessage, flags)
-	if rot := m.RotatedAt(); rot != nil {
+	b = append(b, format, flags)
+	if rot := m.RotatedAt(); rot != nil && timed {
 		b = appendTime(b, *rot)
 	}
 	b = appendString(b, string(m.TS))
@@ -128,10 +167,10 @@ func appendMessage(b []byte, m *readmodel.Message) []byte {
 	}
 	b = appendString(b, m.Record)
 	var ext byte
-	if m.LastPolledAt != nil {
+	if m.LastPolledAt != nil && timed {
 		ext |= extPolled
 	}
-	if m.ThreadSyncedAt != nil {
+	if m.ThreadSyncedAt != nil && timed {
 		ext |= extThreadSynced
 	}
 	if m.ThreadGone {
@@ -141,6 +180,34 @@ func appendMessage(b []byte, m *readmodel.Message) []byte {
 		ext |= extRetired
 	}
 	b = append(b, ext)
+	if m.LastPolledAt != nil && timed {
+		b = appendTime(b, *m.LastPolledAt)
+	}
+	if m.ThreadSyncedAt != nil && timed {
+		b = appendTime(b, *m.ThreadSyncedAt)
+	}
+	return b
+}
+
+// readTimesBound bounds the size of a read-times value.
+const readTimesBound = 2 + 2*(2*maxVarint)
+
+// appendReadTimes appends m's read-times value to b, or nothing when m has none.
+func appendReadTimes(b []byte, m *readmodel.Message) []byte {
+	if m.LastPolledAt == nil && m.ThreadSyncedAt == nil {
+		return b
+	}
+	var bits byte
+	if m.LastPolledAt != nil {
+		bits |= rtPolled
+	}
+	if m.ThreadSyncedAt != nil {
+		bits |= rtThreadSynced
+		if rot := m.RotatedAt(); rot == m.ThreadSyncedAt {
+			bits |= rtRotatedThread
+		}
+	}
+	b = append(b, formatReadTimes, bits)
 	if m.LastPolledAt != nil {
 		b = appendTime(b, *m.LastPolledAt)
 	}
@@ -150,15 +217,50 @@ func appendMessage(b []byte, m *readmodel.Message) []byte {
 	return b
 }
 
-// decodeMessage decodes a message value of channel. The result shares no memory with v.
-func decodeMessage(channel string, v []byte) (readmodel.Message, error) {
+// readTimes decodes a read-times value: the message's LastPolledAt, ThreadSyncedAt and
+// which of them is its RotatedAt. An empty rt has none.
+func readTimes(rt []byte) (polled, synced *time.Time, rotated *time.Time, err error) {
+	if len(rt) == 0 {
+		return nil, nil, nil, nil
+	}
+	r := reader{s: string(rt)}
+	if f := r.byte(); r.err == nil && f != formatReadTimes {
+		return nil, nil, nil, fmt.Errorf("unknown read-times format %d", f)
+	}
+	bits := r.byte()
+	if bits&rtPolled != 0 {
+		t := r.time()
+		polled = &t
+	}
+	if bits&rtThreadSynced != 0 {
+		t := r.time()
+		synced = &t
+	}
+	if err := r.end(); err != nil {
+		return nil, nil, nil, err
+	}
+	rotated = polled
+	if bits&rtRotatedThread != 0 {
+		rotated = synced
+	}
+	return polled, synced, rotated, nil
+}
+
+// errNoTailTime: a format-3 message flagged as read has no read time to key its tail
+// entry by (its read-times record is missing).
+var errNoTailTime = errors.New("the tail index time is missing")
+
+// decodeMessage decodes a message value of channel, with its read-times value rt
+// (format 3; nil when it has none). The result shares no memory with v or rt.
+func decodeMessage(channel string, v, rt []byte) (readmodel.Message, error) {
 	r := reader{s: string(v)}
 	m := readmodel.Message{Channel: channel}
-	if f := r.byte(); r.err == nil && f != formatMessage {
-		return m, fmt.Errorf("unknown message format %d", f)
+	format := r.byte()
+	if r.err == nil && !isMessageFormat(format) {
+		return m, fmt.Errorf("unknown message format %d", format)
 	}
 	flags := r.byte()
-	if flags&flagPolled != 0 {
+	if flags&flagPolled != 0 && format == formatMessageTimed {
 		r.time() // the tail index time, derived from the fields below
 	}
 	m.TS = readmodel.TS(r.string())
@@ -210,6 +312,16 @@ func decodeMessage(channel string, v []byte) (readmodel.Message, error) {
 	if err := r.end(); err != nil {
 		return readmodel.Message{}, err
 	}
+	if format == formatMessage {
+		polled, synced, rot, err := readTimes(rt)
+		if err == nil && flags&flagPolled != 0 && rot == nil {
+			err = errNoTailTime
+		}
+		if err != nil {
+			return readmodel.Message{}, fmt.Errorf("read times: %w", err)
+		}
+		m.LastPolledAt, m.ThreadSyncedAt = polled, synced
+	}
 	return m, nil
 }
 
@@ -225,18 +337,29 @@ func (h *header) tracked() bool { return h.flags&flagTracked != 0 }
 
 func (h *header) isReply() bool { return h.flags&flagReply != 0 }
 
-// readHeader parses the header of a message value.
-func readHeader(v []byte) (header, error) {
+// readHeader parses the header of a message value, with its read-times value rt
+// (format 3), which holds the tail index time.
+func readHeader(v, rt []byte) (header, error) {
 	var h header
 	if len(v) < 2 {
 		return h, errTruncated
 	}
-	if v[0] != formatMessage {
+	if !isMessageFormat(v[0]) {
 		return h, fmt.Errorf("unknown message format %d", v[0])
 	}
 	h.flags = v[1]
 	p := v[2:]
-	if h.flags&flagPolled != 0 {
+	if h.flags&flagPolled != 0 && v[0] == formatMessage {
+		_, _, rot, err := readTimes(rt)
+		if err != nil {
+			return h, fmt.Errorf("read times: %w", err)
+		}
+		if rot == nil {
+			return h, fmt.Errorf("read times: %w", errNoTailTime)
+		}
+		h.polled = polledKey(*rot)
+	}
+	if h.flags&flagPolled != 0 && v[0] == formatMessageTimed {
 		sec, n := binary.Varint(p)
 		if n <= 0 {
 			return h, errTruncated

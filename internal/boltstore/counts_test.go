@@ -121,7 +121,7 @@ func checkIndexes(t *testing.T, s *Store, channels []string) {
 				t.Fatalf("channel %s: %v", ch, err)
 			}
 			err = cb.msgs.ForEach(func(k, v []byte) error {
-				m, err := decodeMessage(ch, v)
+				m, err := cb.decode(ch, k, v)
 				all = append(all, m)
 				return err
 			})

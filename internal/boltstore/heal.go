@@ -68,7 +68,7 @@ func (t *tx) decodeAll() error {
 		}
 		c := cb.msgs.Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
-			if _, err := decodeMessage(string(ch), v); err != nil {
+			if _, err := cb.decode(string(ch), k, v); err != nil {
 				t.addMessage(string(ch), k, err)
 			}
 		}

@@ -22,7 +22,7 @@ func (t *tx) Message(channel string, ts readmodel.TS) (readmodel.Message, bool, 
 	if v == nil {
 		return readmodel.Message{}, false, nil
 	}
-	m, err := decodeMessage(channel, v)
+	m, err := cb.decode(channel, k[:], v)
 	if err != nil {
 		t.addMessage(channel, k[:], err)
 		return readmodel.Message{}, false, nil
@@ -71,10 +71,14 @@ func (t *tx) PutMessage(m readmodel.Message) error {
 	// What the old record indexed, decided before Put replaces it. An undecodable
 	// old record is replaced, its index entries found by a scan.
 	var old header
+	var oldValue, oldReads []byte
 	had, known, oldTimeline := false, false, false
 	if v := cb.get(k); v != nil {
-		had, oldTimeline = true, inTimeline(v)
-		if old, err = readHeader(v); err != nil {
+		had, oldTimeline, oldValue = true, inTimeline(v), v
+		if v[0] == formatMessage {
+			oldReads = cb.readTimes(k)
+		}
+		if old, err = readHeader(v, oldReads); err != nil {
 			if err := t.forgetIndexes(cb, t.delta(m.Channel), m.Channel, k); err != nil {
 				return err
 			}
@@ -90,11 +94,29 @@ func (t *tx) PutMessage(m readmodel.Message) error {
 	polled := polledKeyOf(m.RotatedAt())
 	sameTail := known && old.tracked() && m.IsTracked() && old.polled == polled
 
+	// The content is put only when its bytes change (a read that found the message
+	// as stored changes its read times only); the read times beside it when theirs do.
 	v := t.arena.alloc(messageSizeBound(&m))
 	v = appendMessage(v, &m)
-	t.arena.commit(v)
-	if err := cb.msgs.Put(k, v); err != nil {
-		return fmt.Errorf("store: put message %s/%s: %w", m.Channel, m.TS, err)
+	if !known || !bytes.Equal(v, oldValue) {
+		t.arena.commit(v)
+		if err := cb.msgs.Put(k, v); err != nil {
+			return fmt.Errorf("store: put message %s/%s: %w", m.Channel, m.TS, err)
+		}
+		t.written++
+	}
+	rt := t.arena.alloc(readTimesBound)
+	rt = appendReadTimes(rt, &m)
+	switch {
+	case len(rt) == 0 && oldReads != nil:
+		if err := cb.reads.Delete(k); err != nil {
+			return fmt.Errorf("store: delete read times %s/%s: %w", m.Channel, m.TS, err)
+		}
+	case len(rt) > 0 && !bytes.Equal(rt, oldReads):
+		t.arena.commit(rt)
+		if err := cb.reads.Put(k, rt); err != nil {
+			return fmt.Errorf("store: put read times %s/%s: %w", m.Channel, m.TS, err)
+		}
 	}
 	d := t.delta(m.Channel)
 	if !had {
@@ -145,9 +167,14 @@ func (t *tx) DeleteMessage(channel string, ts readmodel.TS) error {
 	if v == nil {
 		return nil
 	}
-	old, err := readHeader(v)
+	old, err := cb.header(k, v)
 	if err != nil {
 		return msgDecodeError(channel, k, err)
+	}
+	if cb.readTimes(k) != nil {
+		if err := cb.reads.Delete(k); err != nil {
+			return fmt.Errorf("store: delete read times %s/%s: %w", channel, ts, err)
+		}
 	}
 	oldParent := t.oldParent[:]
 	if old.isReply() {
@@ -222,7 +249,7 @@ func (t *tx) Replies(channel string, threadTS readmodel.TS) ([]readmodel.Message
 		if v == nil {
 			return nil, fmt.Errorf("store: thread index of %s/%s lists %s, which has no record", channel, threadTS, keyString(rk))
 		}
-		m, err := decodeMessage(channel, v)
+		m, err := cb.decode(channel, rk, v)
 		if err != nil {
 			t.addMessage(channel, rk, err)
 			continue
@@ -257,7 +284,7 @@ func (t *tx) TimelineBefore(channel string, latest readmodel.TS, n int) ([]readm
 		if !inTimeline(v) {
 			continue
 		}
-		m, err := decodeMessage(channel, v)
+		m, err := cb.decode(channel, k, v)
 		if err != nil {
 			t.addMessage(channel, k, err)
 			continue
@@ -326,7 +353,7 @@ func (t *tx) walkedTile(cb *chanBuckets, channel string, tk []byte, size int) (r
 		}
 		left--
 		last = k
-		m, err := decodeMessage(channel, v)
+		m, err := cb.decode(channel, k, v)
 		if err != nil {
 			t.addMessage(channel, k, err)
 			continue
@@ -340,7 +367,7 @@ func (t *tx) walkedTile(cb *chanBuckets, channel string, tk []byte, size int) (r
 // inTimeline reports whether a record may be a timeline message: only a value whose
 // flags can be read is known not to be one.
 func inTimeline(v []byte) bool {
-	return len(v) < 2 || v[0] != formatMessage || v[1]&flagTimeline != 0
+	return len(v) < 2 || !isMessageFormat(v[0]) || v[1]&flagTimeline != 0
 }
 
 // Timeline calls fn for each timeline message of channel with oldest <= ts <= latest
@@ -378,7 +405,7 @@ func (t *tx) Timeline(channel string, oldest, latest readmodel.TS, fn func(readm
 		if !inTimeline(v) {
 			continue
 		}
-		m, err := decodeMessage(channel, v)
+		m, err := cb.decode(channel, k, v)
 		if err != nil {
 			t.addMessage(channel, k, err)
 			continue

@@ -3,6 +3,7 @@ package boltstore
 import (
 	"os"
 	"strings"
+	"sync/atomic"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -20,6 +21,8 @@ type Store struct {
 	scratch scratch
 	bad     badRecords
 	stale   staleTiles
+	// written counts the message values committed with changed content.
+	written atomic.Uint64
 	// opened is the file bbolt opened, to notice it deleted or replaced under us.
 	opened os.FileInfo
 }
@@ -58,8 +61,15 @@ func (s *Store) Update(fn func(readmodel.Tx) error) error {
 	return guard(s.path, func() error { return s.update(fn) })
 }
 
+// MessagesWritten returns how many message values committed write transactions have
+// put since the store was opened: new messages and changed content, not a read that
+// found a message as stored (which updates its read times only). See
+// readmodel.WriteCounter.
+func (s *Store) MessagesWritten() uint64 { return s.written.Load() }
+
 func (s *Store) update(fn func(readmodel.Tx) error) error {
-	return s.db.Update(func(btx *bolt.Tx) error {
+	var written int
+	err := s.db.Update(func(btx *bolt.Tx) error {
 		// Inside Update we hold bbolt's writer lock, and the previous write
 		// transaction has finished with the scratch.
 		s.scratch.reset()
@@ -74,8 +84,13 @@ func (s *Store) update(fn func(readmodel.Tx) error) error {
 		if err := t.flushTiles(); err != nil {
 			return err
 		}
+		written = t.written
 		return t.flushCounts()
 	})
+	if err == nil {
+		s.written.Add(uint64(written))
+	}
+	return err
 }
 
 // Close waits for open transactions to finish, then releases the file and its lock.

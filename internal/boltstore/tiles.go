@@ -575,7 +575,7 @@ func (t *tx) indexedTile(cb *chanBuckets, channel string, tk []byte, size int) (
 		if bytes.Equal(k, tk) {
 			has = true
 		}
-		m, err := decodeMessage(channel, v)
+		m, err := cb.decode(channel, k, v)
 		if err != nil {
 			t.addMessage(channel, k, err)
 			continue

@@ -25,6 +25,7 @@ var (
 
 	bMsgs    = []byte("m")
 	bThreads = []byte("t")
+	bReads   = []byte("r")
 	kCounts  = []byte("n")
 
 	kSchema   = []byte("schema")
@@ -69,6 +70,8 @@ type scratch struct {
 	// lookup's working memory.
 	tiles  []tileChange
 	blocks []block
+	// written counts the message values this transaction put (content changed).
+	written int
 }
 
 // reset readies s for the next transaction, after the last one ended.
@@ -80,14 +83,53 @@ func (s *scratch) reset() {
 	clear(s.merged)
 	clear(s.tiles)
 	s.tiles = s.tiles[:0]
+	s.written = 0
 }
 
 // chanBuckets are the nested buckets of one channel, valid for the transaction.
 type chanBuckets struct {
 	root, msgs, threads *bolt.Bucket
-	// msgCursor serves get: one cursor, repositioned by each Seek, instead of the new
-	// cursor (and its stack allocations) Bucket.Get makes per call.
-	msgCursor *bolt.Cursor
+	// reads holds the read times of format-3 messages; nil in a read transaction
+	// over a store made before it (no message has any there).
+	reads *bolt.Bucket
+	// msgCursor serves get, readCursor readTimes: one cursor each, repositioned by
+	// each Seek, instead of the new cursor (and its stack allocations) Bucket.Get
+	// makes per call.
+	msgCursor, readCursor *bolt.Cursor
+}
+
+// readTimes returns the read-times value under k (nil: none). Walks in key order,
+// the common case, step the cursor instead of seeking.
+func (cb *chanBuckets) readTimes(k []byte) []byte {
+	if cb.reads == nil {
+		return nil
+	}
+	if cb.readCursor == nil {
+		cb.readCursor = cb.reads.Cursor()
+	}
+	ck, v := cb.readCursor.Seek(k)
+	if !bytes.Equal(ck, k) {
+		return nil
+	}
+	return v
+}
+
+// decode decodes the message value v under k with its read times.
+func (cb *chanBuckets) decode(channel string, k, v []byte) (readmodel.Message, error) {
+	var rt []byte
+	if len(v) > 0 && v[0] == formatMessage {
+		rt = cb.readTimes(k)
+	}
+	return decodeMessage(channel, v, rt)
+}
+
+// header reads the header of the message value v under k.
+func (cb *chanBuckets) header(k, v []byte) (header, error) {
+	var rt []byte
+	if len(v) > 0 && v[0] == formatMessage {
+		rt = cb.readTimes(k)
+	}
+	return readHeader(v, rt)
 }
 
 // get returns the message value under k, like msgs.Get(k).
@@ -158,6 +200,11 @@ func (t *tx) channel(id string, create bool) (*chanBuckets, error) {
 	}
 	if cb.threads, err = nestedBucket(root, bThreads, create); err != nil {
 		return nil, fmt.Errorf("store: channel %s: %w", id, err)
+	}
+	if cb.reads = root.Bucket(bReads); cb.reads == nil && create {
+		if cb.reads, err = root.CreateBucket(bReads); err != nil {
+			return nil, fmt.Errorf("store: channel %s: %w", id, err)
+		}
 	}
 	if t.chans == nil {
 		t.chans = make(map[string]*chanBuckets)

@@ -108,6 +108,5 @@ func (rs *repliesStream) adoptReply(ref rm.Ref, threadTS rm.TS, self, parent *rm
 	if thread != nil && thread.LastPolledAt != nil {
 		t.work.queueThread(thread, force)
 	}
-	t.report.add(func(s *rm.TickSummary) { s.MessagesWritten += len(written) })
 	return nil
 }

@@ -111,6 +111,7 @@ func (p *Poller) Tick(ctx context.Context) (rm.TickSummary, error) {
 		// A conversation added has a first sync of its own to report.
 		p.mem.firstSync = firstSyncMemory{}
 	}
+	written := p.w.MessagesWritten()
 	t := newTick(p, ctx)
 	p.current.Store(t)
 	stopProgress := t.startProgress()
@@ -118,6 +119,9 @@ func (p *Poller) Tick(ctx context.Context) (rm.TickSummary, error) {
 	stopProgress()
 	p.current.Store(nil)
 	sum := t.finish(err)
+	// What the store wrote, not what the tick applied: a message read as stored is
+	// not written again.
+	sum.MessagesWritten = int(p.w.MessagesWritten() - written)
 	// An interrupted tick is a last tick too: status shows it stopped on shutdown.
 	if perr := p.w.PutLastTick(sum); perr != nil && err == nil {
 		err = rm.StoreErr(perr)

@@ -232,9 +232,6 @@ func (rs *repliesStream) writeThread(parent rm.Ref, latestReply rm.TS, r *rm.Thr
 		return err
 	}
 	t.work.noteUsers(written)
-	t.report.add(func(s *rm.TickSummary) {
-		s.ThreadsWritten++
-		s.MessagesWritten += len(written)
-	})
+	t.report.add(func(s *rm.TickSummary) { s.ThreadsWritten++ })
 	return nil
 }

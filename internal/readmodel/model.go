@@ -309,7 +309,10 @@ type TickSummary struct {
 	Finished time.Time      `json:"finished"`
 	Calls    map[string]int `json:"calls"`
 	// StopReason is "complete", "budget:<cap>", "deadline", "shutdown" or "error".
-	StopReason      string   `json:"stop_reason"`
+	StopReason string `json:"stop_reason"`
+	// MessagesWritten counts the message records whose stored content the tick
+	// wrote (new or changed); a read that found a message as stored updates only its
+	// read times and is not counted.
 	MessagesWritten int      `json:"messages_written"`
 	ThreadsWritten  int      `json:"threads_written"`
 	TailRead        int      `json:"tail_read"`

@@ -76,6 +76,24 @@ func (w *Writer) newer(stored *time.Time, at time.Time) bool {
 	return stored != nil && stored.After(at) && !stored.After(w.clock())
 }
 
+// WriteCounter is implemented by a Store that counts the message values it writes:
+// MessagesWritten returns how many committed transactions have put since it opened —
+// new messages and changed content, not a read that found a message as stored, which
+// changes only its read times.
+type WriteCounter interface {
+	MessagesWritten() uint64
+}
+
+// MessagesWritten returns the store's count of message values written (see
+// WriteCounter), 0 for a store that does not count them. The difference over a tick is
+// the tick's messages_written.
+func (w *Writer) MessagesWritten() uint64 {
+	if c, ok := w.store.(WriteCounter); ok {
+		return c.MessagesWritten()
+	}
+	return 0
+}
+
 // Applied is one message as stored after a read, with what the read implies next.
 type Applied struct {
 	Message
