@@ -12,7 +12,13 @@
 //	chan/<channel>/              one nested bucket per channel:
 //	    m/                       tskey → message (binary, see codec_message.go); one record per
 //	                             (channel, ts) for every message, replies included: a
-//	                             thread_broadcast is one record, in the timeline and in its thread
+//	                             thread_broadcast is one record, in the timeline and in its thread.
+//	                             Its content only: put when its bytes change
+//	    r/                       tskey → the message's read times (last_polled_at,
+//	                             thread_synced_at, which is its tail time), for a message
+//	                             read at least once: a read that finds the message as
+//	                             stored writes only this. Messages of format 2 (earlier
+//	                             releases) hold theirs inline and have none here
 //	    t/                       parent tskey | reply tskey → "" (the thread index: Replies is a
 //	                             prefix scan of 12 bytes)
 //	    "n"                      counters: messages, threads, tracked (3 × uint64 big-endian)
@@ -75,8 +81,9 @@
 //
 // # Cost
 //
-// PutMessage reads the old record's header (one seek), writes the record (one Put) and
-// queues its tail change; a thread reply adds one thread index Put when its thread
+// PutMessage reads the old record's header (one seek, and one for its read times),
+// writes the record when its content changed and its read times when they did (a Put
+// each) and queues its tail change; a thread reply adds one thread index Put when its thread
 // changes. Applying a 999-message page costs about 1.8× writing the same encoded bytes
 // with raw bbolt Puts (BenchmarkApplyHistoryPage vs BenchmarkRawPutPage). TailOldest(25)
 // costs the same with 10k or 1M tracked messages (BenchmarkTailOldest). TimelineTile reads
