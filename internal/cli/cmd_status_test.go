@@ -5,6 +5,7 @@ import (
 	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/slackpoll/slackpoll/internal/status"
 	"github.com/slackpoll/slackpoll/internal/testsupport/readfixture"
@@ -95,5 +96,35 @@ func TestStatusWithAWrongToken(t *testing.T) {
 	wantContains(t, "stderr", errOut, "refused the token", "http.token")
 	if strings.Contains(errOut+out, "right-token") || strings.Contains(errOut+out, "wrong-token") {
 		t.Errorf("output reveals a token: %s %s", out, errOut)
+	}
+}
+
+// With http.listen set, a read command asks the running daemon as soon as it finds the
+// store locked: it does not first wait for the lock (here made to wait an hour, so that
+// a wait would show as a hang, reported after a minute).
+func TestReadCommandsAskTheDaemonWithoutWaitingForTheLock(t *testing.T) {
+	f := readfixture.New(t, readfixture.Options{}) // keeps the store locked
+	addr := daemonAPI(t, f, "tok-123")
+	cfg := writeConfig(t, cfgOpts{store: f.Path, convs: f.Configured, listen: addr, token: "tok-123"})
+	old := readLockTimeout
+	readLockTimeout = time.Hour
+	t.Cleanup(func() { readLockTimeout = old })
+	type result struct {
+		code        int
+		out, errOut string
+	}
+	done := make(chan result, 1)
+	go func() {
+		code, out, errOut := runCLI(t.Context(), "status", "--config", cfg)
+		done <- result{code, out, errOut}
+	}()
+	select {
+	case r := <-done:
+		if r.code != ExitOK {
+			t.Fatalf("status = %d, stderr %s", r.code, r.errOut)
+		}
+		wantContains(t, "status", r.out, "status of the running daemon at http://"+addr)
+	case <-time.After(time.Minute):
+		t.Fatal("status waited for the store's lock instead of asking the daemon's API")
 	}
 }

@@ -3,6 +3,8 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"net"
+	"strings"
 	"time"
 
 	"github.com/slackpoll/slackpoll/config"
@@ -11,8 +13,9 @@ import (
 
 // readLockTimeout bounds the wait for the store's lock in the read commands. The
 // daemon holds the lock for as long as it runs, so waiting longer buys nothing; short,
-// so that the fallback to the API (or the failure) comes within a second.
-const readLockTimeout = 300 * time.Millisecond
+// so that the fallback to the API (or the failure) comes within a second. A variable
+// for the test that shows the daemon's API is asked without this wait.
+var readLockTimeout = 300 * time.Millisecond
 
 // reader is where a read command reads: the store file, or (while the daemon holds
 // it) the daemon's HTTP API. Exactly one of store and api is set.
@@ -46,8 +49,28 @@ func openWriter(cfg *config.Config, cmd string) (*reader, error) {
 // openStoreOrAPI opens the store, or names the daemon's API when another process
 // holds the store's lock and http.listen is set; who is what the advice to set it
 // names.
+//
+// With http.listen set, the lock is tried once, without waiting: a held lock is most
+// likely the running daemon's, and its API answers at once. Only when nothing listens
+// there (the holder is a short command, not the daemon) does it wait readLockTimeout
+// for the lock, as it does without http.listen.
 func openStoreOrAPI(cfg *config.Config, readOnly bool, who string) (*reader, error) {
-	s, err := boltstore.Open(cfg.Store.Path, boltstore.Options{ReadOnly: readOnly, LockTimeout: readLockTimeout})
+	open := func(timeout time.Duration) (*boltstore.Store, error) {
+		return boltstore.Open(cfg.Store.Path, boltstore.Options{ReadOnly: readOnly, LockTimeout: timeout})
+	}
+	if cfg.HTTP.Listen != "" {
+		s, err := open(lockTryOnce)
+		if err == nil {
+			return &reader{store: s}, nil
+		}
+		if !errors.Is(err, boltstore.ErrLocked) {
+			return nil, err
+		}
+		if apiListening(cfg.HTTP.Listen) {
+			return &reader{api: newAPIClient(cfg)}, nil
+		}
+	}
+	s, err := open(readLockTimeout)
 	if err == nil {
 		return &reader{store: s}, nil
 	}
@@ -58,4 +81,19 @@ func openStoreOrAPI(cfg *config.Config, readOnly bool, who string) (*reader, err
 		return nil, fmt.Errorf("%w\n(set http.listen so %s can ask the running daemon instead)", err, who)
 	}
 	return nil, err
+}
+
+// lockTryOnce makes Open try the lock once: bbolt gives up after its first attempt
+// when the timeout is shorter than its 50 ms retry interval.
+const lockTryOnce = time.Nanosecond
+
+// apiListening reports whether something accepts connections at the address the API
+// client dials for listen (on loopback: a refusal is immediate).
+func apiListening(listen string) bool {
+	c, err := net.DialTimeout("tcp", strings.TrimPrefix(apiBaseURL(listen), "http://"), apiDialTimeout)
+	if err != nil {
+		return false
+	}
+	_ = c.Close()
+	return true
 }
