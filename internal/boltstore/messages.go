@@ -107,6 +107,7 @@ func (t *tx) PutMessage(m readmodel.Message) error {
 	}
 	rt := t.arena.alloc(readTimesBound)
 	rt = appendReadTimes(rt, &m)
+	cb.readLast = nil // a write moves the pages under the cursor: Seek, not Next
 	switch {
 	case len(rt) == 0 && oldReads != nil:
 		if err := cb.reads.Delete(k); err != nil {
@@ -172,6 +173,7 @@ func (t *tx) DeleteMessage(channel string, ts readmodel.TS) error {
 		return msgDecodeError(channel, k, err)
 	}
 	if cb.readTimes(k) != nil {
+		cb.readLast = nil // see PutMessage
 		if err := cb.reads.Delete(k); err != nil {
 			return fmt.Errorf("store: delete read times %s/%s: %w", channel, ts, err)
 		}
@@ -242,10 +244,10 @@ func (t *tx) Replies(channel string, threadTS readmodel.TS) ([]readmodel.Message
 	}
 	parent := threadTS.Key()
 	var out []readmodel.Message
-	c := cb.threads.Cursor()
+	c := cb.threadCursor()
 	for k, _ := c.Seek(parent[:]); k != nil && bytes.HasPrefix(k, parent[:]); k, _ = c.Next() {
 		rk := k[tsKeyLen:]
-		v := cb.msgs.Get(rk)
+		v := cb.get(rk)
 		if v == nil {
 			return nil, fmt.Errorf("store: thread index of %s/%s lists %s, which has no record", channel, threadTS, keyString(rk))
 		}

@@ -95,7 +95,9 @@ type chanBuckets struct {
 	// msgCursor serves get, readCursor readTimes: one cursor each, repositioned by
 	// each Seek, instead of the new cursor (and its stack allocations) Bucket.Get
 	// makes per call.
-	msgCursor, readCursor *bolt.Cursor
+	msgCursor, readCursor, threadsCursor *bolt.Cursor
+	// readLast is the key readCursor stands on (nil: past the end, or not yet used).
+	readLast []byte
 }
 
 // readTimes returns the read-times value under k (nil: none). Walks in key order,
@@ -107,11 +109,36 @@ func (cb *chanBuckets) readTimes(k []byte) []byte {
 	if cb.readCursor == nil {
 		cb.readCursor = cb.reads.Cursor()
 	}
+	// After a hit below k, the next record is most often k's own.
+	if last := cb.readLast; last != nil && bytes.Compare(last, k) < 0 {
+		ck, v := cb.readCursor.Next()
+		if c := bytes.Compare(ck, k); ck != nil && c >= 0 {
+			cb.readLast = ck
+			if c == 0 {
+				return v
+			}
+			return nil
+		}
+	}
 	ck, v := cb.readCursor.Seek(k)
+	cb.readLast = ck
 	if !bytes.Equal(ck, k) {
 		return nil
 	}
 	return v
+}
+
+// threadCursor returns a cursor over the thread index, one per transaction in a read
+// transaction (an export asks for the replies of every message); a write transaction
+// gets a new one each time, since its Puts move the pages under an old one.
+func (cb *chanBuckets) threadCursor() *bolt.Cursor {
+	if cb.threads.Writable() {
+		return cb.threads.Cursor()
+	}
+	if cb.threadsCursor == nil {
+		cb.threadsCursor = cb.threads.Cursor()
+	}
+	return cb.threadsCursor
 }
 
 // decode decodes the message value v under k with its read times.

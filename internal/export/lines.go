@@ -6,6 +6,7 @@
 package export
 
 import (
+	"slices"
 	"time"
 
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
@@ -84,17 +85,27 @@ type UserLine struct {
 	FetchedAt   *time.Time `json:"fetched_at"`
 }
 
+// utcPtr returns t in UTC, whole seconds; t itself when it is already so (a line
+// only reads it), saving an export an allocation per message.
 func utcPtr(t *time.Time) *time.Time {
 	if t == nil {
 		return nil
+	}
+	if t.Location() == time.UTC && t.Nanosecond() == 0 {
+		return t
 	}
 	u := t.UTC().Truncate(time.Second)
 	return &u
 }
 
+// reactionsOrEmpty returns rs with no nil slice (a line's reactions and users are
+// always arrays); rs itself when it has none.
 func reactionsOrEmpty(rs []rm.Reaction) []rm.Reaction {
 	if rs == nil {
 		return []rm.Reaction{}
+	}
+	if !slices.ContainsFunc(rs, func(r rm.Reaction) bool { return r.Users == nil }) {
+		return rs
 	}
 	out := make([]rm.Reaction, len(rs))
 	for i, r := range rs {

@@ -61,13 +61,25 @@ func Write(tx rm.Tx, w io.Writer, configured []string) error {
 			return err
 		}
 	}
+	// Each user's label is read once per export, not once per message that names it.
+	label := memoLabeler(rm.TxLabeler(tx))
+	var line []byte
 	for _, id := range ids {
 		err := tx.Timeline(id, "", "", func(m rm.Message) error {
-			line, err := MessageLineOf(tx, &m)
-			if err != nil {
+			var replies []rm.Message
+			if !m.IsReply() {
+				var err error
+				if replies, err = tx.Replies(m.Channel, m.TS); err != nil {
+					return err
+				}
+			}
+			l := NewMessageLine(&m, replies, label)
+			var err error
+			if line, err = encodeMessageLine(line[:0], &l); err != nil {
 				return err
 			}
-			return enc.Encode(line)
+			_, err = bw.Write(line)
+			return err
 		})
 		if err != nil {
 			return err
@@ -89,6 +101,20 @@ func Write(tx rm.Tx, w io.Writer, configured []string) error {
 		return &UndecodableError{Records: bad}
 	}
 	return nil
+}
+
+// memoLabeler returns label remembering each answer: an export asks for the same few
+// users' labels once per message.
+func memoLabeler(label rm.Labeler) rm.Labeler {
+	seen := map[string]string{}
+	return func(id string) string {
+		l, ok := seen[id]
+		if !ok {
+			l = label(id)
+			seen[id] = l
+		}
+		return l
+	}
 }
 
 // UndecodableError reports the stored records an export skipped because they could

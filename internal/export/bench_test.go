@@ -1,0 +1,112 @@
+package export_test
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/slackpoll/slackpoll/internal/boltstore"
+	"github.com/slackpoll/slackpoll/internal/export"
+	rm "github.com/slackpoll/slackpoll/internal/readmodel"
+)
+
+// benchStore returns a store of n messages over 50 conversations, a tenth of them
+// thread replies, by 50 looked-up users, with a reaction on every third message: the
+// shape of the measurements (SLACKPOLL_EXPORT_BENCH_N overrides n).
+func benchStore(b *testing.B, n int) (*boltstore.Store, []string) {
+	if v, err := strconv.Atoi(os.Getenv("SLACKPOLL_EXPORT_BENCH_N")); err == nil && v > 0 {
+		n = v
+	}
+	s, err := boltstore.Open(filepath.Join(b.TempDir(), "export.db"), boltstore.Options{NoSync: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	polled := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	var convs []string
+	for c := range 50 {
+		convs = append(convs, fmt.Sprintf("C%08d", c))
+	}
+	err = s.Update(func(tx rm.Tx) error {
+		for u := range 50 {
+			if err := tx.PutUser(rm.User{ID: fmt.Sprintf("U%08d", u), DisplayName: fmt.Sprintf("user %d", u),
+				RealName: fmt.Sprintf("User Number %d", u), FetchedAt: polled}); err != nil {
+				return err
+			}
+		}
+		for _, id := range convs {
+			if err := tx.PutConversation(rm.Conversation{ID: id, Name: "general-" + id, Type: "channel", Status: rm.StatusOK}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	const batch = 20_000
+	for done := 0; done < n; done += batch {
+		err := s.Update(func(tx rm.Tx) error {
+			for i := done; i < min(done+batch, n); i++ {
+				ch := convs[i%len(convs)]
+				sec := 1_750_000_000 + i
+				m := rm.Message{Channel: ch, TS: rm.TS(fmt.Sprintf("%d.000100", sec)), User: fmt.Sprintf("U%08d", i%50),
+					Text: fmt.Sprintf("Deploy %d of api-gateway finished in 4m12s, see <https://ci.example.com/builds/%d|build log>", i, i),
+					LastPolledAt: &polled}
+				if i%10 == 9 { // a reply to the conversation's previous message
+					m.ThreadTS = rm.TS(fmt.Sprintf("%d.000100", sec-len(convs)))
+				}
+				if i%3 == 0 {
+					m.Reactions = []rm.Reaction{{Name: "eyes", Count: 2, Users: []string{"U00000001", "U00000002"}}}
+				}
+				if err := tx.PutMessage(m); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	return s, convs
+}
+
+// BenchmarkExport writes the whole read model of a 100,000-message store as JSON
+// Lines: messages/s, and the store's bytes per message.
+//
+//	go test ./internal/export -run '^$' -bench Export
+func BenchmarkExport(b *testing.B) {
+	const n = 100_000
+	s, convs := benchStore(b, n)
+	var msgs int
+	if err := s.View(func(tx rm.Tx) error {
+		for _, c := range convs {
+			cc, err := tx.Counts(c)
+			if err != nil {
+				return err
+			}
+			msgs += cc.Messages
+		}
+		return nil
+	}); err != nil {
+		b.Fatal(err)
+	}
+	fi, err := os.Stat(s.Path())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if err := s.View(func(tx rm.Tx) error { return export.Write(tx, io.Discard, convs) }); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(msgs*b.N)/b.Elapsed().Seconds(), "msgs/s")
+	b.ReportMetric(float64(fi.Size())/float64(msgs), "store-B/msg")
+}
