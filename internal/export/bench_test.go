@@ -55,7 +55,7 @@ func benchStore(b *testing.B, n int) (*boltstore.Store, []string) {
 				ch := convs[i%len(convs)]
 				sec := 1_750_000_000 + i
 				m := rm.Message{Channel: ch, TS: rm.TS(fmt.Sprintf("%d.000100", sec)), User: fmt.Sprintf("U%08d", i%50),
-					Text: fmt.Sprintf("Deploy %d of api-gateway finished in 4m12s, see <https://ci.example.com/builds/%d|build log>", i, i),
+					Text:         fmt.Sprintf("Deploy %d of api-gateway finished in 4m12s, see <https://ci.example.com/builds/%d|build log>", i, i),
 					LastPolledAt: &polled}
 				if i%10 == 9 { // a reply to the conversation's previous message
 					m.ThreadTS = rm.TS(fmt.Sprintf("%d.000100", sec-len(convs)))
