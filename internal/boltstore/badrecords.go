@@ -100,7 +100,11 @@ func (t *tx) addChange(k []byte, err error) {
 			return false
 		}
 		v := b.Get(key)
-		return v != nil && decodeJSON(v, &readmodel.Change{}) != nil
+		if v == nil {
+			return false
+		}
+		_, err := decodeChange(v)
+		return err != nil
 	})
 }
 

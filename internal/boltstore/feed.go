@@ -13,7 +13,8 @@ import (
 
 // The change feed (bucket changes/) and the webhooks' outbox (bucket outbox/, one
 // nested bucket per webhook name). Both are keyed by seq, 8 bytes big-endian, so a
-// cursor walks them in seq order; values are JSON (format 1). The feed's seqs come
+// cursor walks them in seq order. Changes are binary (format 2, codec_change.go; the
+// seq is the key's, not repeated in the value), outbox rows JSON (format 1). The feed's seqs come
 // from the changes bucket's own sequence (bbolt NextSequence), which survives the
 // deletion of every key: a seq is never reused by this store.
 var (
@@ -37,7 +38,11 @@ func (t *tx) AppendChange(c *readmodel.Change) error {
 		return fmt.Errorf("store: next change seq: %w", err)
 	}
 	c.Seq = seq
-	return putJSONIn(b, bChanges, seqKey(seq), c)
+	k := seqKey(seq)
+	if err := b.Put(k, appendChange(nil, c)); err != nil {
+		return fmt.Errorf("store: put %s/%x: %w", bChanges, k, err)
+	}
+	return nil
 }
 
 // Changes calls fn for the stored changes after seq after, ascending. A store opened
@@ -49,11 +54,15 @@ func (t *tx) Changes(after uint64, fn func(readmodel.Change) error) error {
 	}
 	c := b.Cursor()
 	for k, v := c.Seek(seqKey(after + 1)); k != nil; k, v = c.Next() {
-		var ch readmodel.Change
-		if err := decodeJSON(v, &ch); err != nil {
+		ch, err := decodeChange(v)
+		if err == nil && len(k) != 8 {
+			err = fmt.Errorf("malformed key")
+		}
+		if err != nil {
 			t.addChange(k, err) // skipped and reported: the feed after it stays readable
 			continue
 		}
+		ch.Seq = binary.BigEndian.Uint64(k)
 		if err := fn(ch); err != nil {
 			return stopped(err)
 		}

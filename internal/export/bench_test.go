@@ -20,7 +20,7 @@ import (
 // benchStore returns a store of n messages over 50 conversations, a tenth of them
 // thread replies, by 50 looked-up users, with a reaction on every third message: the
 // shape of the measurements (SLACKPOLL_EXPORT_BENCH_N overrides n).
-func benchStore(b *testing.B, n int) (*boltstore.Store, []string) {
+func benchStore(b *testing.B, n int, feed bool) (*boltstore.Store, []string) {
 	if v, err := strconv.Atoi(os.Getenv("SLACKPOLL_EXPORT_BENCH_N")); err == nil && v > 0 {
 		n = v
 	}
@@ -51,21 +51,24 @@ func benchStore(b *testing.B, n int) (*boltstore.Store, []string) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	// With the feed, every message goes through the writer with backfill on: a
+	// message_posted or reply_added change each, as a first sync records them.
+	w := rm.NewWriter(s, rm.WriterOptions{Feed: rm.FeedConfig{Backfill: true}, Now: func() time.Time { return polled }})
 	const batch = 20_000
 	for done := 0; done < n; done += batch {
+		if feed {
+			var msgs []rm.Message
+			for i := done; i < min(done+batch, n); i++ {
+				msgs = append(msgs, benchMessage(convs, i, polled))
+			}
+			if _, err := w.ApplyReads(msgs, &rm.Identity{UserID: "U0SELF000", TeamID: "T1"}, polled); err != nil {
+				b.Fatal(err)
+			}
+			continue
+		}
 		err := s.Update(func(tx rm.Tx) error {
 			for i := done; i < min(done+batch, n); i++ {
-				ch := convs[i%len(convs)]
-				sec := 1_750_000_000 + i
-				m := rm.Message{Channel: ch, TS: rm.TS(fmt.Sprintf("%d.000100", sec)), User: fmt.Sprintf("U%08d", i%50),
-					Text:         fmt.Sprintf("Deploy %d of api-gateway finished in 4m12s, see <https://ci.example.com/builds/%d|build log>", i, i),
-					LastPolledAt: &polled}
-				if i%10 == 9 { // a reply to the conversation's previous message
-					m.ThreadTS = rm.TS(fmt.Sprintf("%d.000100", sec-len(convs)))
-				}
-				if i%3 == 0 {
-					m.Reactions = []rm.Reaction{{Name: "eyes", Count: 2, Users: []string{"U00000001", "U00000002"}}}
-				}
+				m := benchMessage(convs, i, polled)
 				if err := tx.PutMessage(m); err != nil {
 					return err
 				}
@@ -79,6 +82,22 @@ func benchStore(b *testing.B, n int) (*boltstore.Store, []string) {
 	return s, convs
 }
 
+// benchMessage is message i of benchStore.
+func benchMessage(convs []string, i int, polled time.Time) rm.Message {
+	ch := convs[i%len(convs)]
+	sec := 1_750_000_000 + i
+	m := rm.Message{Channel: ch, TS: rm.TS(fmt.Sprintf("%d.000100", sec)), User: fmt.Sprintf("U%08d", i%50),
+		Text:         fmt.Sprintf("Deploy %d of api-gateway finished in 4m12s, see <https://ci.example.com/builds/%d|build log>", i, i),
+		LastPolledAt: &polled}
+	if i%10 == 9 { // a reply to the conversation's previous message
+		m.ThreadTS = rm.TS(fmt.Sprintf("%d.000100", sec-len(convs)))
+	}
+	if i%3 == 0 {
+		m.Reactions = []rm.Reaction{{Name: "eyes", Count: 2, Users: []string{"U00000001", "U00000002"}}}
+	}
+	return m
+}
+
 // BenchmarkExport writes the whole read model of a 100,000-message store as JSON
 // Lines: messages/s, CPU time per export (the process's user+system time, steadier
 // than wall time on a shared machine) and the store's bytes per message. The
@@ -87,8 +106,18 @@ func benchStore(b *testing.B, n int) (*boltstore.Store, []string) {
 //
 //	go test ./internal/export -run '^$' -bench Export
 func BenchmarkExport(b *testing.B) {
+	for _, feed := range []bool{false, true} {
+		name := "store=plain"
+		if feed {
+			name = "store=feed-backfill"
+		}
+		b.Run(name, func(b *testing.B) { benchExport(b, feed) })
+	}
+}
+
+func benchExport(b *testing.B, feed bool) {
 	const n = 100_000
-	s, convs := benchStore(b, n)
+	s, convs := benchStore(b, n, feed)
 	var msgs int
 	if err := s.View(func(tx rm.Tx) error {
 		for _, c := range convs {
