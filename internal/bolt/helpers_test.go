@@ -29,10 +29,14 @@ func openTemp(t testing.TB) *Store {
 	return s
 }
 
-// checkConsistent runs bbolt's page-level check.
+// checkConsistent runs the page walk of Check and bbolt's page-level check: the walk
+// must pass every store the tests write.
 func checkConsistent(t testing.TB, s *Store) {
 	t.Helper()
 	err := s.DB().View(func(btx *bolt.Tx) error {
+		if err := walkPages(s.file, uint64(btx.ID())); err != nil {
+			t.Errorf("page walk: %v", err)
+		}
 		for err := range btx.Check() {
 			t.Errorf("bbolt check: %v", err)
 		}

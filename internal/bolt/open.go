@@ -63,6 +63,15 @@ func open(path string, opts Options) (*Store, error) {
 	}
 	var opened os.FileInfo
 	var file *os.File
+	defer func() {
+		// bbolt panicked or faulted on the file: release the descriptor, and with it
+		// the file lock, before guard reports it. Not through db.Close, which waits
+		// for the locks a panic inside bbolt may have left held.
+		if p := recover(); p != nil {
+			releaseFile(file)
+			panic(p)
+		}
+	}()
 	db, err := bolt.Open(path, 0o600, &bolt.Options{
 		Timeout:  timeout,
 		ReadOnly: opts.ReadOnly,
@@ -70,15 +79,20 @@ func open(path string, opts Options) (*Store, error) {
 		// The identity of the file bbolt opens, whatever the path names later.
 		OpenFile: func(name string, flag int, mode os.FileMode) (*os.File, error) {
 			f, err := os.OpenFile(name, flag, mode)
-			file = f
-			if err == nil {
-				opened, err = f.Stat()
-				if err != nil {
-					_ = f.Close()
-					return nil, err
-				}
+			if err != nil {
+				return nil, err
 			}
-			return f, err
+			if opened, err = f.Stat(); err == nil {
+				// A file shorter than its pages faults bbolt on the first page it
+				// lacks, maybe inside bbolt's own goroutines: refuse it before.
+				err = checkLength(f)
+			}
+			if err != nil {
+				_ = f.Close()
+				return nil, err
+			}
+			file = f
+			return f, nil
 		},
 		// The hashmap freelist keeps commits cheap as the file grows large.
 		FreelistType: bolt.FreelistMapType,
@@ -86,15 +100,7 @@ func open(path string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, openError(path, err)
 	}
-	defer func() {
-		// Reading the schema of a damaged file panicked: release the file and its
-		// lock before guard reports it.
-		if p := recover(); p != nil {
-			_ = db.Close()
-			panic(p)
-		}
-	}()
-	s := &Store{db: db, path: path, opened: opened}
+	s := &Store{db: db, path: path, opened: opened, file: file, failed: make(chan struct{})}
 	if opts.ReadOnly {
 		err = db.View(func(btx *bolt.Tx) error { return checkSchema(btx, path) })
 	} else {
@@ -136,6 +142,8 @@ func openError(path string, err error) error {
 	switch {
 	case errors.Is(err, bberrors.ErrTimeout):
 		return &lockedError{path: path, err: err}
+	case errors.As(err, new(errShort)):
+		return &damagedError{path: path, cause: err}
 	case errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("store %s: directory %s does not exist: create it or fix store.path: %w",
 			path, filepath.Dir(path), err)

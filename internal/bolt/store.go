@@ -1,8 +1,11 @@
 package boltstore
 
 import (
+	"errors"
 	"os"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -19,8 +22,43 @@ type Store struct {
 	// scratch is reused by the write transactions, which bbolt serializes.
 	scratch scratch
 	bad     badRecords
-	// opened is the file bbolt opened, to notice it deleted or replaced under us.
+	// opened is the file bbolt opened, to notice it deleted or replaced under us;
+	// file is its descriptor (bbolt's own), read by Check's page walk.
 	opened os.FileInfo
+	file   *os.File
+	// damaged is set by the first damage any transaction met (see guard): from then
+	// on every transaction fails with it at once, without entering bbolt, whose locks
+	// a panic may have left held. failed is closed when it is set.
+	damaged    atomic.Pointer[damagedError]
+	failed     chan struct{}
+	failedOnce sync.Once
+}
+
+// Failed is closed when a transaction met damage: every later one fails with Err.
+// The daemon stops on it.
+func (s *Store) Failed() <-chan struct{} { return s.failed }
+
+// Err returns the damage a transaction met (matching ErrDamaged), or nil.
+func (s *Store) Err() error {
+	if d := s.damaged.Load(); d != nil {
+		return d
+	}
+	return nil
+}
+
+// guard runs fn at the store boundary: it fails at once on a store already found
+// damaged, and marks the store damaged when fn meets damage.
+func (s *Store) guard(fn func() error) error {
+	if d := s.damaged.Load(); d != nil {
+		return d
+	}
+	err := guard(s.path, fn)
+	var d *damagedError
+	if errors.As(err, &d) {
+		s.damaged.CompareAndSwap(nil, d)
+		s.failedOnce.Do(func() { close(s.failed) })
+	}
+	return err
 }
 
 // Path returns the file path the store was opened with.
@@ -37,7 +75,7 @@ func (s *Store) View(fn func(readmodel.Tx) error) error {
 	if err := s.checkIdentity(); err != nil {
 		return err
 	}
-	return guard(s.path, func() error {
+	return s.guard(func() error {
 		return s.db.View(func(btx *bolt.Tx) error { return fn(newTx(btx, nil, &s.bad)) })
 	})
 }
@@ -50,7 +88,7 @@ func (s *Store) Update(fn func(readmodel.Tx) error) error {
 	if err := s.checkIdentity(); err != nil {
 		return err
 	}
-	return guard(s.path, func() error { return s.update(fn) })
+	return s.guard(func() error { return s.update(fn) })
 }
 
 func (s *Store) update(fn func(readmodel.Tx) error) error {
@@ -70,16 +108,33 @@ func (s *Store) update(fn func(readmodel.Tx) error) error {
 }
 
 // Close waits for open transactions to finish, then releases the file and its lock.
-func (s *Store) Close() error { return s.db.Close() }
+// A store found damaged is not closed through bbolt, whose locks the damage may have
+// left held (its Close would wait for ever): its file lock is released and its file
+// closed, and the memory map stays until the process exits.
+func (s *Store) Close() error {
+	if s.damaged.Load() != nil {
+		releaseFile(s.file)
+		return nil
+	}
+	return s.db.Close()
+}
 
-// Check walks every page of the file (bbolt's consistency check) in a read
-// transaction. A damaged file fails with an error matching ErrDamaged naming the first
-// problem found. Its cost grows with the file: for status, not for every tick.
+// Check walks every page of the file in a read transaction: first through the file
+// (walkPages: pages past the end, loops, offsets out of their page), then with bbolt's
+// consistency check, which runs in a goroutine of its own where a fault would kill
+// the process and so only starts once the walk found nothing that could fault. A
+// damaged file fails with an error matching ErrDamaged naming the first problem
+// found. Its cost grows with the file: for status, not for every tick.
 // Check then decodes every message, conversation and user record: those that do not
 // decode are listed by Tx.Undecodable from then on.
 func (s *Store) Check() error {
-	return guard(s.path, func() error {
+	return s.guard(func() error {
 		return s.db.View(func(btx *bolt.Tx) error {
+			if s.file != nil {
+				if err := walkPages(s.file, uint64(btx.ID())); err != nil {
+					return &damagedError{path: s.path, cause: err}
+				}
+			}
 			for err := range btx.Check() {
 				// bbolt's check reports what its assertions hit as "panic: …".
 				return &damagedError{path: s.path, cause: strings.TrimPrefix(err.Error(), "panic: ")}
