@@ -102,6 +102,8 @@ func cmdRun(ctx context.Context, c *cmdCtx) (err error) {
 		return err
 	}
 	defer d.close(&err)
+	ctx, stopOnDamage := d.untilDamaged(ctx)
+	defer stopOnDamage()
 	stopHTTP, err := d.serveHTTP()
 	if err != nil {
 		return err
@@ -114,7 +116,26 @@ func cmdRun(ctx context.Context, c *cmdCtx) (err error) {
 		"discover", d.cfg.Discover, "interval", d.cfg.Tick.Interval, "rate_profile", d.cfg.Slack.RateProfile)
 	err = d.poller.Run(ctx)
 	d.log.Info("slackpoll stopped")
+	if derr := d.store.Err(); derr != nil && err == nil {
+		return derr
+	}
 	return err
+}
+
+// untilDamaged returns ctx, also cancelled when the store meets damage — in a tick,
+// an API request or a delivery — so that the daemon stops (exit 1, the damage as its
+// error) instead of going on with a store that fails every transaction.
+func (d *daemon) untilDamaged(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-d.store.Failed():
+			d.log.Error("store damaged: stopping", "err", d.store.Err())
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
 }
 
 // cmdOnce is `slackpoll once`: one tick. A tick that stopped on budget or deadline, or
@@ -126,6 +147,9 @@ func cmdOnce(ctx context.Context, c *cmdCtx) (err error) {
 	}
 	defer d.close(&err)
 	_, err = d.poller.Tick(ctx)
+	if derr := d.store.Err(); derr != nil {
+		return derr // whatever part of the tick met it, the store fails every transaction now
+	}
 	if d.deliverer != nil && err == nil {
 		d.deliverer.Sweep(ctx) // what the tick wrote to the outbox, once; the rest waits for run
 	}
