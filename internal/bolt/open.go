@@ -30,9 +30,11 @@ type Options struct {
 	// ReadOnly opens an existing store with a shared lock; writes fail. A missing file is
 	// an error instead of being created.
 	ReadOnly bool
-	// NoSync skips fsync on commit. A crash can then corrupt the file: tests and
-	// benchmarks only.
+	// NoSync skips fsync on commit (and of the feed mark). A crash can then corrupt
+	// the file: tests and benchmarks only.
 	NoSync bool
+	// Now is the clock of the restore records Open makes; nil is time.Now.
+	Now func() time.Time
 }
 
 // Open opens the store at path, creating it (mode 0600, with the current schema
@@ -114,6 +116,15 @@ func open(path string, opts Options) (*Store, error) {
 		if err := private(path, file, opened); err != nil {
 			_ = db.Close()
 			return nil, err
+		}
+		now := time.Now
+		if opts.Now != nil {
+			now = opts.Now
+		}
+		s.mark = &feedMark{path: MarkPath(path), noSync: opts.NoSync, owner: ownerOf(opened)}
+		if s.restored, err = s.catchUpFeed(now()); err != nil {
+			_ = db.Close()
+			return nil, fmt.Errorf("store %s: %w", path, err)
 		}
 	}
 	return s, nil

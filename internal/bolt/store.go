@@ -32,6 +32,12 @@ type Store struct {
 	damaged    atomic.Pointer[damagedError]
 	failed     chan struct{}
 	failedOnce sync.Once
+	// mark is the feed mark of a store opened for writing (nil when read-only);
+	// restored is the restore Open found. closing is set by Close's last write
+	// transaction; mark and closing are used under bbolt's writer lock only.
+	mark     *feedMark
+	restored *readmodel.FeedRestore
+	closing  bool
 }
 
 // Failed is closed when a transaction met damage: every later one fails with Err.
@@ -103,7 +109,10 @@ func (s *Store) update(fn func(readmodel.Tx) error) error {
 		if err := t.flushTail(); err != nil {
 			return err
 		}
-		return t.flushCounts()
+		if err := t.flushCounts(); err != nil {
+			return err
+		}
+		return s.reserveSeqs(btx)
 	})
 }
 
@@ -111,12 +120,25 @@ func (s *Store) update(fn func(readmodel.Tx) error) error {
 // A store found damaged is not closed through bbolt, whose locks the damage may have
 // left held (its Close would wait for ever): its file lock is released and its file
 // closed, and the memory map stays until the process exits.
+// Closing a store opened for writing first brings its feed mark down to the last
+// seq committed; writes after that fail.
 func (s *Store) Close() error {
 	if s.damaged.Load() != nil {
 		releaseFile(s.file)
 		return nil
 	}
-	return s.db.Close()
+	var markErr error
+	if s.mark != nil {
+		markErr = s.guard(s.closeMark)
+		if s.damaged.Load() != nil {
+			releaseFile(s.file)
+			return markErr
+		}
+	}
+	if err := s.db.Close(); err != nil {
+		return err
+	}
+	return markErr
 }
 
 // Check walks every page of the file in a read transaction: first through the file

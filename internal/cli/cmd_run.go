@@ -75,8 +75,21 @@ func (c *cmdCtx) startDaemon() (*daemon, error) {
 	pc.Feed = feedConfig(cfg)
 	pc.OnChanges = d.changesCommitted
 	d.poller = rm.NewPoller(store, src, pc)
+	d.warnRestored()
 	d.warnUnconfiguredOutbox()
 	return d, nil
+}
+
+// warnRestored logs the restore Open found: the store is older than the seqs its
+// feed had handed out (a backup copied into place; or, with no seq in the gap handed
+// out, a daemon that stopped without closing the store).
+func (d *daemon) warnRestored() {
+	r := d.store.Restored()
+	if r == nil {
+		return
+	}
+	d.log.Warn("change feed: the store is older than the seqs its feed handed out (a backup put in place, or the last daemon did not close the store): new changes start after the skipped seqs; a consumer's cursor among them gets 410 Gone with the restore point, and what changed in Slack since is reported again",
+		"restore_point", r.Seq, "skipped_to", r.SkippedTo)
 }
 
 // changesCommitted is the writer's commit hook: long polls and the deliverer wake.
