@@ -157,9 +157,18 @@ func (s *Store) Check() error {
 					return &damagedError{path: s.path, cause: err}
 				}
 			}
+			// The check's goroutine reads the memory map until it ends: it must end
+			// before the transaction does, and Close unmaps the file. So every error
+			// is received, the first one reported.
+			var first error
 			for err := range btx.Check() {
-				// bbolt's check reports what its assertions hit as "panic: …".
-				return &damagedError{path: s.path, cause: strings.TrimPrefix(err.Error(), "panic: ")}
+				if first == nil {
+					// bbolt's check reports what its assertions hit as "panic: …".
+					first = &damagedError{path: s.path, cause: strings.TrimPrefix(err.Error(), "panic: ")}
+				}
+			}
+			if first != nil {
+				return first
 			}
 			return newTx(btx, nil, &s.bad).decodeAll()
 		})
