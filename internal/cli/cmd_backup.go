@@ -42,7 +42,10 @@ func cmdBackup(ctx context.Context, c *cmdCtx) error {
 	from := "store " + cfg.Store.Path
 	if r.api != nil {
 		from = "the running daemon at " + r.api.base
-		n, err = boltstore.WriteFileAtomic(dst, func(w io.Writer) (int64, error) { return r.api.stream("/v1/backup", w) })
+		n, err = boltstore.WriteFileAtomic(dst, func(w io.Writer) (int64, error) {
+			n, _, err := r.api.stream("/v1/backup", w)
+			return n, err
+		})
 	} else {
 		n, err = boltstore.WriteFileAtomic(dst, r.store.Backup)
 	}

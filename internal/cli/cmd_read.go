@@ -26,10 +26,25 @@ func cmdExport(ctx context.Context, c *cmdCtx) error {
 	}
 	defer func() { _ = r.Close() }() // read-only: nothing to lose on close
 	if r.api != nil {
-		_, err := r.api.stream("/v1/export", c.env.Stdout)
-		return err
+		_, h, err := r.api.stream("/v1/export", c.env.Stdout)
+		if err != nil {
+			return err
+		}
+		// Named as the export from the store file names them: everything else is out.
+		if bad, err := undecodableOf(h); err != nil || len(bad) > 0 {
+			return errors.Join(err, undecodableErr(bad))
+		}
+		return nil
 	}
 	return r.store.View(func(tx rm.Tx) error { return rm.Export(tx, c.env.Stdout, cfg.Conversations) })
+}
+
+// undecodableErr is the export's error for the records it skipped; nil for none.
+func undecodableErr(records []string) error {
+	if len(records) == 0 {
+		return nil
+	}
+	return &rm.UndecodableError{Records: records}
 }
 
 // cmdTrack is `slackpoll track [--record KEY] CHANNEL TS|LINK`: adds the message to the

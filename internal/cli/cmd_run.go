@@ -122,6 +122,9 @@ func cmdRun(ctx context.Context, c *cmdCtx) (err error) {
 		return err
 	}
 	defer stopHTTP() // before the store closes: requests in flight still read it
+	// The API stops at the signal, whatever the poller is doing: a request it
+	// serves must not keep the daemon from exiting.
+	go func() { <-ctx.Done(); stopHTTP() }()
 	stopFeed := d.runFeed(ctx)
 	defer stopFeed() // deliveries in flight are abandoned; their lease frees the rows
 	d.watchHangup(ctx, c)

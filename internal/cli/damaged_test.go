@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	bbolt "go.etcd.io/bbolt"
 
 	boltstore "github.com/slackpoll/slackpoll/internal/bolt"
+	"github.com/slackpoll/slackpoll/internal/httpapi"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 )
 
@@ -131,4 +133,28 @@ func TestUndecodableRecordIsSkippedByExportAndCountedByStatus(t *testing.T) {
 		t.Errorf("status exit %d, want 0; stderr:\n%s", code, errOut)
 	}
 	wantContains(t, "status", out, "undecodable stored records: 1", "C0AAAAAAA/"+string(bad))
+}
+
+// Through the daemon's API, export names an undecodable record as the export from
+// the store file does — everything else written, the record on stderr, exit 1 —
+// instead of a stream cut short with a transport error.
+func TestUndecodableRecordIsNamedByExportThroughTheAPI(t *testing.T) {
+	path, bad := spoiledStoreFile(t)
+	s, err := boltstore.Open(path, boltstore.Options{}) // held, as by `slackpoll run`
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	srv := httptest.NewServer(httpapi.New(httpapi.Options{Store: s, Configured: []string{"C0AAAAAAA"}}))
+	defer srv.Close()
+	cfg := writeConfig(t, cfgOpts{store: path, listen: srv.Listener.Addr().String(), convs: []string{"C0AAAAAAA"}})
+	code, out, errOut := runCLI(context.Background(), "export", "--config", cfg)
+	if code != ExitRuntime {
+		t.Errorf("export exit %d, want %d; stderr:\n%s", code, ExitRuntime, errOut)
+	}
+	wantContains(t, "export stdout", out, `"kind":"conversation"`, "1700000001.000000", "1700000003.000000")
+	wantContains(t, "export stderr", errOut, "C0AAAAAAA/"+string(bad), "undecodable")
+	if strings.Contains(errOut, "cut the answer short") {
+		t.Errorf("export through the API reports a cut stream:\n%s", errOut)
+	}
 }
