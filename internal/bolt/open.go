@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -35,6 +36,9 @@ type Options struct {
 	NoSync bool
 	// Now is the clock of the restore records Open makes; nil is time.Now.
 	Now func() time.Time
+	// Logger gets what the store repairs by itself (an index rebuilt from the
+	// messages); nil discards.
+	Logger *slog.Logger
 }
 
 // Open opens the store at path, creating it (mode 0600, with the current schema
@@ -102,7 +106,10 @@ func open(path string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, openError(path, err)
 	}
-	s := &Store{db: db, path: path, opened: opened, file: file, failed: make(chan struct{})}
+	s := &Store{db: db, path: path, opened: opened, file: file, failed: make(chan struct{}), log: opts.Logger}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
 	if opts.ReadOnly {
 		err = db.View(func(btx *bolt.Tx) error { return checkSchema(btx, path) })
 	} else {

@@ -2,6 +2,7 @@ package boltstore
 
 import (
 	"errors"
+	"log/slog"
 	"os"
 	"strings"
 	"sync"
@@ -38,6 +39,8 @@ type Store struct {
 	mark     *feedMark
 	restored *readmodel.FeedRestore
 	closing  bool
+	// log gets what the store repairs by itself (a rebuilt index).
+	log *slog.Logger
 }
 
 // Failed is closed when a transaction met damage: every later one fails with Err.
@@ -98,11 +101,19 @@ func (s *Store) Update(fn func(readmodel.Tx) error) error {
 }
 
 func (s *Store) update(fn func(readmodel.Tx) error) error {
-	return s.db.Update(func(btx *bolt.Tx) error {
+	rebuild := s.bad.toRebuild()
+	var rebuilt []string
+	err := s.db.Update(func(btx *bolt.Tx) error {
 		// Inside Update we hold bbolt's writer lock, and the previous write
 		// transaction has finished with the scratch.
 		s.scratch.reset()
 		t := newTx(btx, &s.scratch, &s.bad)
+		if len(rebuild) > 0 {
+			var err error
+			if rebuilt, err = t.rebuildIndexes(rebuild); err != nil {
+				return err
+			}
+		}
 		if err := fn(t); err != nil {
 			return err
 		}
@@ -114,6 +125,13 @@ func (s *Store) update(fn func(readmodel.Tx) error) error {
 		}
 		return s.reserveSeqs(btx)
 	})
+	if err == nil && len(rebuild) > 0 {
+		s.bad.rebuilt(rebuild)
+		for _, line := range rebuilt {
+			s.log.Warn("store: "+line, "store", s.path)
+		}
+	}
+	return err
 }
 
 // Close waits for open transactions to finish, then releases the file and its lock.
@@ -147,8 +165,9 @@ func (s *Store) Close() error {
 // the process and so only starts once the walk found nothing that could fault. A
 // damaged file fails with an error matching ErrDamaged naming the first problem
 // found. Its cost grows with the file: for status, not for every tick.
-// Check then decodes every message, conversation and user record: those that do not
-// decode are listed by Tx.Undecodable from then on.
+// Check then decodes every message, conversation and user record, and compares the
+// tail index and the watched set with the messages: what does not decode, or does not
+// match, is listed by Tx.Undecodable from then on.
 func (s *Store) Check() error {
 	return s.guard(func() error {
 		return s.db.View(func(btx *bolt.Tx) error {
@@ -170,7 +189,12 @@ func (s *Store) Check() error {
 			if first != nil {
 				return first
 			}
-			return newTx(btx, nil, &s.bad).decodeAll()
+			t := newTx(btx, nil, &s.bad)
+			tracked, err := t.decodeAll()
+			if err != nil {
+				return err
+			}
+			return t.checkIndexes(tracked)
 		})
 	})
 }

@@ -55,7 +55,7 @@ func (c *cmdCtx) startDaemon() (*daemon, error) {
 	convs := slices.Clone(cfg.Conversations)
 	rl.conversations.Store(&convs)
 	log := newLogger(&rl.level, cfg.Log.Format, c.env.Stderr)
-	store, err := openStore(cfg)
+	store, err := openStore(cfg, log)
 	if err != nil {
 		return nil, err
 	}
