@@ -164,9 +164,9 @@ func (t *tx) rebuildTail() (int, error) {
 }
 
 // rebuildWatched rewrites the watched set from what can be known of it: every entry
-// that decodes and names a stored message; an entry that does not decode, repaired
-// from the message its key names, else from the one message of that ts in any
-// channel; and every message a record key is attached to. It returns the number of
+// that decodes, as it is; an entry that does not decode, repaired from the message
+// its key names, else from the one message of that ts in any channel; and every
+// message a record key is attached to. It returns the number of
 // entries, and the entries it could not place (dropped).
 func (t *tx) rebuildWatched() (int, []string, error) {
 	b, err := t.bucket(bWatched)
@@ -177,7 +177,9 @@ func (t *tx) rebuildWatched() (int, []string, error) {
 	var lost []string
 	c := b.Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
-		if ref, ok := t.placeWatched(k, v); ok {
+		if ref, err := watchedEntry(k, v); err == nil {
+			refs[ref] = true // intact: kept as it is
+		} else if ref, ok := t.placeWatched(k, v); ok {
 			refs[ref] = true
 		} else {
 			lost = append(lost, fmt.Sprintf("%q", v))
@@ -244,9 +246,9 @@ func (t *tx) placeWatched(k, v []byte) (readmodel.Ref, bool) {
 }
 
 // checkIndexes compares the tail index and the watched set with the messages, for
-// Check: every entry decodes and names a stored message as it is (a tail entry: a
-// tracked one, at its RotatedAt), and every tracked message has its tail entry
-// (tracked counts how many decodable tracked messages each channel holds).
+// Check: every entry decodes; a tail entry names a tracked message at its RotatedAt,
+// and every tracked message has its tail entry (tracked counts how many decodable
+// tracked messages each channel holds).
 func (t *tx) checkIndexes(tracked map[string]int) error {
 	tail, err := t.bucket(bTail)
 	if err != nil {
@@ -281,16 +283,13 @@ func (t *tx) checkIndexes(tracked map[string]int) error {
 	if err != nil {
 		return err
 	}
+	// A watched entry may outlive its message (a reply tracked without a record key
+	// that its thread no longer returns): only an entry that does not decode is
+	// damage.
 	wc := w.Cursor()
 	for k, v := wc.First(); k != nil; k, v = wc.Next() {
-		ref, err := watchedEntry(k, v)
-		if err == nil {
-			if _, ok, undecodable := t.messageByKey(ref.Channel, k[len(ref.Channel)+1:]); !ok && !undecodable {
-				err = fmt.Errorf("%s/%s is not a stored message", ref.Channel, ref.TS)
-			}
-		}
-		if err != nil {
-			t.addStale(indexWatched, fmt.Sprintf("%s entry %x", indexWatched, k), err.Error())
+		if _, err := watchedEntry(k, v); err != nil {
+			t.addIndex(indexWatched, bWatched, k, err, watchedOK)
 		}
 	}
 	return nil

@@ -197,3 +197,32 @@ func TestCheckComparesTheIndexesWithTheMessages(t *testing.T) {
 		t.Errorf("after the rebuild: undecodable %q, %d entries; want none and 201", bad, len(entries))
 	}
 }
+
+// A flipped bit in a chunk's key (its poll time) leaves a chunk that decodes but
+// stands where no message puts its entries: read in every rotation, for ever, while
+// the messages had no entry of their own. TailOldest skips such entries and reports
+// them; the next write rebuilds the index.
+func TestMisplacedTailEntriesAreSkippedAndRebuilt(t *testing.T) {
+	s := trackedStore(t, 200)
+	err := s.DB().Update(func(btx *bolt.Tx) error {
+		b := btx.Bucket(bTail)
+		k, v := b.Cursor().First()
+		k, v = bytes.Clone(k), bytes.Clone(v)
+		if err := b.Delete(k); err != nil {
+			return err
+		}
+		k[7] ^= 0x04
+		return b.Put(k, v)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, bad := tailAll(t, s)
+	if len(entries) == 0 || len(entries) >= 200 || len(bad) == 0 || !strings.Contains(bad[0], "does not match a tracked message") {
+		t.Errorf("TailOldest read %d entries, undecodable %q; want the misplaced ones skipped and reported", len(entries), bad)
+	}
+	putAll(t, s, msg("1800000000.000100"))
+	if entries, bad := tailAll(t, s); len(entries) != 201 || len(bad) != 0 {
+		t.Errorf("after the next write: %d entries, undecodable %q; want 201 and none", len(entries), bad)
+	}
+}

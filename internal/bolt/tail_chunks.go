@@ -267,6 +267,23 @@ func (t *tx) tailFrom(from uint64, n int, skip func(readmodel.TailEntry) bool) (
 	return out, nil
 }
 
+// tailEntryCurrent reports whether the tail entry (tsKey, polled) of channel cb
+// stands for its message: a tracked one with that tail time. A flipped bit in a chunk
+// key can move entries to where no message puts them (a poll time, a channel):
+// those are stale, and would otherwise be read again in every rotation, for ever.
+// A message whose header does not decode keeps its entry: its next read heals it.
+func (t *tx) tailEntryCurrent(cb *chanBuckets, tsKey []byte, polled uint64) bool {
+	if cb == nil {
+		return false
+	}
+	v := cb.get(tsKey)
+	if v == nil {
+		return false
+	}
+	h, err := readHeader(v)
+	return err != nil || h.tracked() && h.polled == polled
+}
+
 // tailChunk appends the entries of one chunk to out, up to n, skipping those skip
 // rejects. Entries are decoded one at a time: most of a chunk may be past n.
 func (t *tx) tailChunk(k, v []byte, n int, skip func(readmodel.TailEntry) bool, out *[]readmodel.TailEntry) error {
@@ -283,6 +300,7 @@ func (t *tx) tailChunk(k, v []byte, n int, skip func(readmodel.TailEntry) bool, 
 		polled = &pt
 	}
 	channel := string(k[8 : len(k)-tsKeyLen-1])
+	cb, _ := t.channel(channel, false) // nil: no such channel, every entry is stale
 	for len(p) > 0 && len(*out) < n {
 		var it tailItem
 		if it, p, err = nextChunkEntry(p); err != nil {
@@ -291,6 +309,10 @@ func (t *tx) tailChunk(k, v []byte, n int, skip func(readmodel.TailEntry) bool, 
 		ts := readmodel.TS(it.ts)
 		if key := ts.Key(); !bytes.Equal(key[:], it.tsKey) || key == zeroKey && !ts.Valid() {
 			return fmt.Errorf("ts %q does not match its key", it.ts)
+		}
+		if !t.tailEntryCurrent(cb, it.tsKey, binary.BigEndian.Uint64(k[:8])) {
+			t.addStale(indexTail, fmt.Sprintf("%s entry %s/%s at %d", indexTail, channel, ts, binary.BigEndian.Uint64(k[:8])), "does not match a tracked message")
+			continue
 		}
 		e := readmodel.TailEntry{Ref: readmodel.Ref{Channel: channel, TS: ts}, RotatedAt: polled}
 		if skip == nil || !skip(e) {
