@@ -89,6 +89,9 @@ func open(path string, opts Options) (*Store, error) {
 				return nil, err
 			}
 			if opened, err = f.Stat(); err == nil {
+				err = writableByOwner(path, opts.ReadOnly, opened)
+			}
+			if err == nil {
 				// A file shorter than its pages faults bbolt on the first page it
 				// lacks, maybe inside bbolt's own goroutines: refuse it before.
 				err = checkLength(f)
@@ -120,7 +123,7 @@ func open(path string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	if !opts.ReadOnly {
-		if err := private(path, file, opened); err != nil {
+		if err := s.private(file, opened); err != nil {
 			_ = db.Close()
 			return nil, err
 		}
@@ -137,22 +140,46 @@ func open(path string, opts Options) (*Store, error) {
 	return s, nil
 }
 
-// private brings a store readable by others (a copy, a restore) back to 0600, as a new
-// store is created: it holds message texts. It runs only once the file is known to be
-// a store, on the descriptor bbolt opened (so nothing swapped in at the path since is
-// touched), and not when the path is a symlink: the mode of a file elsewhere is its
+// private takes the group's and other users' permissions off a store that has them
+// (a copy, a restore), as a new store is created without: it holds message texts. It
+// changes nothing else, and says what it did. It runs only once the file is known to
+// be a store, on the descriptor bbolt opened (so nothing swapped in at the path since
+// is touched), and not when the path is a symlink: the mode of a file elsewhere is its
 // owner's choice.
-func private(path string, f *os.File, opened os.FileInfo) error {
+func (s *Store) private(f *os.File, opened os.FileInfo) error {
 	if f == nil || opened == nil || opened.Mode().Perm()&0o077 == 0 {
 		return nil
 	}
-	if lfi, err := os.Lstat(path); err != nil || lfi.Mode()&fs.ModeSymlink != 0 || !os.SameFile(lfi, opened) {
+	if lfi, err := os.Lstat(s.path); err != nil || lfi.Mode()&fs.ModeSymlink != 0 || !os.SameFile(lfi, opened) {
 		return nil
 	}
-	if err := f.Chmod(0o600); err != nil {
-		return fmt.Errorf("store %s is readable by other users and cannot be made private (chmod 600 it): %w", path, err)
+	mode := opened.Mode().Perm() &^ 0o077
+	if err := f.Chmod(mode); err != nil {
+		return fmt.Errorf("store %s is readable by other users and cannot be made private (chmod 600 it): %w", s.path, err)
 	}
+	s.log.Warn(fmt.Sprintf("store was readable by other users (mode %04o): made it %04o, as it holds message texts", opened.Mode().Perm(), mode), "store", s.path)
 	return nil
+}
+
+// writableByOwner refuses to open for writing a store its owner cannot write: its
+// owner made it read-only, and root, who can write it anyway, must not — nor make
+// it writable behind the operator's back.
+func writableByOwner(path string, readOnly bool, fi os.FileInfo) error {
+	if readOnly || fi.Mode().Perm()&0o200 != 0 {
+		return nil
+	}
+	return &readOnlyError{path: path, mode: fi.Mode().Perm()}
+}
+
+// readOnlyError is writableByOwner's refusal.
+type readOnlyError struct {
+	path string
+	mode fs.FileMode
+}
+
+func (e *readOnlyError) Error() string {
+	return fmt.Sprintf("store %s is read-only (mode %04o): slackpoll writes its store; if it should, make it writable (chmod 600 %s), else point store.path at another file",
+		e.path, e.mode, e.path)
 }
 
 // openError turns a bbolt/os open failure into one that names the path and the fix.
@@ -162,6 +189,8 @@ func openError(path string, err error) error {
 		return &lockedError{path: path, err: err}
 	case errors.As(err, new(errShort)):
 		return &damagedError{path: path, cause: err}
+	case errors.As(err, new(*readOnlyError)):
+		return err
 	case errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("store %s: directory %s does not exist: create it or fix store.path: %w",
 			path, filepath.Dir(path), err)

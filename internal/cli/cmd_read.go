@@ -60,7 +60,7 @@ func cmdTrack(ctx context.Context, c *cmdCtx) error {
 		return usageErr("track: %v", err)
 	}
 	ch, ts := ref.Channel, ref.TS
-	w, err := openWriter(cfg, "track")
+	w, err := openWriter(cfg, "track", c.env.Stderr)
 	if err != nil {
 		return err
 	}
@@ -104,7 +104,7 @@ func cmdUntrack(ctx context.Context, c *cmdCtx) error {
 	if !rm.ValidConversationID(ch) {
 		return usageErr("untrack: %q is not a Slack conversation ID (C…, G… or D…)", ch)
 	}
-	w, err := openWriter(cfg, "untrack")
+	w, err := openWriter(cfg, "untrack", c.env.Stderr)
 	if err != nil {
 		return err
 	}
@@ -134,7 +134,7 @@ func cmdRetry(ctx context.Context, c *cmdCtx) error {
 			return usageErr("retry: %q is not a Slack conversation ID (C…, G… or D…)", ch)
 		}
 	}
-	w, err := openWriter(cfg, "retry")
+	w, err := openWriter(cfg, "retry", c.env.Stderr)
 	if err != nil {
 		return err
 	}
