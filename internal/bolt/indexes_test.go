@@ -51,6 +51,24 @@ func flipInBucket(t *testing.T, s *Store, bucket []byte, i, at int) {
 	}
 }
 
+// misplaceFirstChunk flips a bit of the first tail chunk's key, in its poll time.
+func misplaceFirstChunk(t *testing.T, s *Store) {
+	t.Helper()
+	err := s.DB().Update(func(btx *bolt.Tx) error {
+		b := btx.Bucket(bTail)
+		k, v := b.Cursor().First()
+		k, v = bytes.Clone(k), bytes.Clone(v)
+		if err := b.Delete(k); err != nil {
+			return err
+		}
+		k[7] ^= 0x04
+		return b.Put(k, v)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 func tailAll(t *testing.T, s *Store) (entries []readmodel.TailEntry, undecodable []string) {
 	t.Helper()
 	view(t, s, func(tx readmodel.Tx) error {
@@ -164,21 +182,7 @@ func TestDamagedWatchedEntriesAreSkippedReportedAndRebuilt(t *testing.T) {
 func TestCheckComparesTheIndexesWithTheMessages(t *testing.T) {
 	s := trackedStore(t, 200)
 	flipInBucket(t, s, bTail, 1, 1+tsKeyLen+1+3)
-	// A bit flipped in a chunk's key (its poll time): it decodes, at the wrong place.
-	err := s.DB().Update(func(btx *bolt.Tx) error {
-		b := btx.Bucket(bTail)
-		c := b.Cursor()
-		k, v := c.First()
-		k, v = bytes.Clone(k), bytes.Clone(v)
-		if err := b.Delete(k); err != nil {
-			return err
-		}
-		k[7] ^= 0x04
-		return b.Put(k, v)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	misplaceFirstChunk(t, s) // it decodes, at the wrong place
 	if err := s.Check(); err != nil {
 		t.Fatal(err)
 	}
@@ -204,19 +208,7 @@ func TestCheckComparesTheIndexesWithTheMessages(t *testing.T) {
 // them; the next write rebuilds the index.
 func TestMisplacedTailEntriesAreSkippedAndRebuilt(t *testing.T) {
 	s := trackedStore(t, 200)
-	err := s.DB().Update(func(btx *bolt.Tx) error {
-		b := btx.Bucket(bTail)
-		k, v := b.Cursor().First()
-		k, v = bytes.Clone(k), bytes.Clone(v)
-		if err := b.Delete(k); err != nil {
-			return err
-		}
-		k[7] ^= 0x04
-		return b.Put(k, v)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	misplaceFirstChunk(t, s)
 	entries, bad := tailAll(t, s)
 	if len(entries) == 0 || len(entries) >= 200 || len(bad) == 0 || !strings.Contains(bad[0], "does not match a tracked message") {
 		t.Errorf("TailOldest read %d entries, undecodable %q; want the misplaced ones skipped and reported", len(entries), bad)

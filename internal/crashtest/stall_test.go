@@ -42,25 +42,6 @@ func prefill(t *testing.T, path string, mib int) {
 	}
 }
 
-// publicChannel returns the first readable public channel of the workspace and a
-// user who can post in it.
-func (e *env) publicChannel() (channel, user string) {
-	truth := e.fake.Truth()
-	for _, c := range truth.Conversations {
-		if c.Status == rm.StatusOK && c.Type == rm.TypePublicChannel {
-			channel = c.ID
-			break
-		}
-	}
-	for _, u := range truth.Users {
-		if u.LookupError == "" && !u.Deleted {
-			user = u.ID
-			break
-		}
-	}
-	return channel, user
-}
-
 // lastTickFinished returns the finish time of the daemon's last tick (GET
 // /v1/status), zero when none or when the API does not answer within 2 s.
 func lastTickFinished(listen string) time.Time {
