@@ -68,15 +68,23 @@ func (s *Store) catchUpFeed(now time.Time) (*readmodel.FeedRestore, error) {
 	if err := s.mark.load(); err != nil {
 		return nil, err
 	}
-	var r *readmodel.FeedRestore
-	err := s.db.Update(func(btx *bolt.Tx) error {
-		if s.mark.known {
-			var err error
-			if r, err = skipFeed(btx, s.mark.seq, now, ByOpen); err != nil {
-				return err
-			}
-		}
+	if !s.mark.known {
+		return nil, nil
+	}
+	behind := false
+	err := s.db.View(func(btx *bolt.Tx) error {
+		b := btx.Bucket(bChanges)
+		behind = b == nil || b.Sequence() < s.mark.seq
 		return nil
+	})
+	if err != nil || !behind {
+		return nil, err // the usual start: no write, no sync
+	}
+	var r *readmodel.FeedRestore
+	err = s.db.Update(func(btx *bolt.Tx) error {
+		var err error
+		r, err = skipFeed(btx, s.mark.seq, now, ByOpen)
+		return err
 	})
 	return r, err
 }
