@@ -10,36 +10,13 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	boltstore "github.com/slackpoll/slackpoll/internal/bolt"
-	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 )
 
 // prefill writes mib MiB of 4 KiB messages into a conversation the daemon does not
 // poll, so that the store is larger than the sockets' buffers from the start.
 func prefill(t *testing.T, path string, mib int) {
 	t.Helper()
-	s, err := boltstore.Open(path, boltstore.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := strings.Repeat("x", 4<<10)
-	for i := 0; i < mib*256; i += 256 {
-		err := s.Update(func(tx rm.Tx) error {
-			for j := i; j < i+256; j++ {
-				if err := tx.PutMessage(rm.Message{Channel: "C0PREFILL", TS: rm.TS(fmt.Sprintf("16%08d.000000", j)), User: "U1", Text: text}); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
+	writeStore(t, path, "C0PREFILL", mib*256, strings.Repeat("x", 4<<10))
 }
 
 // lastTickFinished returns the finish time of the daemon's last tick (GET
