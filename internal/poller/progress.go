@@ -334,8 +334,13 @@ func (p *Poller) firstSyncState() (f firstSync, err error) {
 		return nil
 	})
 	// A parent the store does not hold yet is stored with its thread: the syncs a
-	// tick could not make wait in carried (a stored one was counted above).
-	for _, c := range p.mem.carried {
+	// tick could not make wait in carried, or were cut between pages (a stored one
+	// was counted above).
+	waiting := p.mem.carried
+	if cut := p.mem.threadCut; cut != nil && cut.c.first != nil {
+		waiting = append(slices.Clip(waiting), cut.c)
+	}
+	for _, c := range waiting {
 		if !counted[c.Ref] {
 			f.threadsUnread++
 			f.repliesCalls++
