@@ -31,6 +31,10 @@ type memory struct {
 	// next read, a rotation away (the replies stream, and the tick's end). Lost on
 	// restart, which costs that wait once.
 	carried []threadCandidate
+	// threadCut is the thread read a tick's end (cap, soft deadline) cut between
+	// pages: the next tick goes on from its cursor (the replies stream). Lost on
+	// restart, which costs its pages once more.
+	threadCut *threadCut
 	// noReactions holds watched messages reactions.get answered message_not_found
 	// for: only history can tell a deleted message from a tombstone, so they rotate
 	// there (the reactions stream). Lost on restart, which costs one reactions.get

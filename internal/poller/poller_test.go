@@ -160,8 +160,10 @@ func TestBudgetExhaustionMidThreadIsCleanStop(t *testing.T) {
 	if got := getReplies(t, store, ch, parent); len(got) != 0 {
 		t.Fatalf("replies = %v, want none written for a thread cut short", replyTS(got))
 	}
-	// A new parent waits a few ticks for its thread to be read whole, then its own
-	// read is stored alone: not lost, its watermark empty.
+	// A new parent waits a few ticks for its thread to be read whole (the cut read
+	// goes on from its cursor, and fails), then its own read is stored alone: not
+	// lost, its watermark empty.
+	src.fail(rm.MethodReplies, ch, transient(), -1)
 	for range 4 {
 		mustTick(t, p)
 	}
@@ -674,5 +676,62 @@ func TestTailRereadsThreadOfParentInsideBulkWindow(t *testing.T) {
 	m := getMsg(t, store, ch, parent)
 	if m.ThreadSyncedAt == nil || m.ThreadSyncedAt.Before(epoch.Add(time.Minute)) {
 		t.Fatalf("thread_synced_at = %v, want a re-read after the first tick", m.ThreadSyncedAt)
+	}
+}
+
+// A thread read the tick's end (the replies cap, the soft deadline) cuts between pages
+// goes on from its cursor in the next tick: each page is read once, and the thread is
+// written whole. Begun again, it spent a call of every tick on pages read before (at
+// 1 request a minute, a fifth of the replies calls of the rotation benchmark's
+// 10-conversation, 360-thread store), and a thread longer than a tick's calls was
+// never written.
+func TestThreadCutByTheTicksEndGoesOnFromItsCursor(t *testing.T) {
+	for _, cut := range []string{"budget:replies_calls", rm.StopDeadline} {
+		t.Run(cut, func(t *testing.T) {
+			src, _, store, clock, parent := polledThread(t, 1)
+			src.setThread(ch, parent, msg(ch, ts(900, 0), "U2", "r1 edited"), msg(ch, ts(800, 0), "U2", "r2"), msg(ch, ts(700, 0), "U2", "r3"))
+			b := defaultBudget()
+			if cut == rm.StopDeadline {
+				// The second page's call outlasts the soft deadline (a Retry-After
+				// wait, or pacing); the thread is 3 pages.
+				n := 0
+				src.before = func(method string) {
+					if method == rm.MethodReplies {
+						if n++; n == 2 {
+							clock.Advance(5 * time.Minute)
+						}
+					}
+				}
+			} else {
+				b.RepliesCalls = 2 // the thread is 3 pages
+			}
+			p := poller.New(store, src, poller.Config{Conversations: []string{ch}, Budget: b, Now: clock.Now})
+			before := len(src.callsOf(rm.MethodReplies))
+
+			clock.Advance(time.Minute)
+			if sum := mustTick(t, p); sum.StopReason != cut {
+				t.Fatalf("stop reason = %q, want %s: the thread's read is cut", sum.StopReason, cut)
+			}
+			if got := getReplies(t, store, ch, parent); len(got) != 1 || got[0].Text != "r1" {
+				t.Fatalf("replies after the cut = %+v, want the old r1 only: a thread cut short writes nothing", got)
+			}
+			clock.Advance(time.Minute)
+			mustTick(t, p)
+			if got := replyTS(getReplies(t, store, ch, parent)); !slices.Equal(got, []rm.TS{ts(900, 0), ts(800, 0), ts(700, 0)}) {
+				t.Fatalf("replies after the next tick = %v, want r1, r2, r3: the read goes on where it was cut", got)
+			}
+			// (A head read that saw latest_reply move before the write may queue the
+			// thread again: only the calls up to the write are the cut read's.)
+			var cursors []string
+			for _, c := range src.callsOf(rm.MethodReplies)[before:] {
+				cursors = append(cursors, c.rep.Cursor)
+			}
+			if len(cursors) < 3 || !slices.Equal(cursors[:3], []string{"", "1", "2"}) {
+				t.Fatalf("replies cursors over the two ticks = %q, want each page once first: \"\", \"1\", \"2\"", cursors)
+			}
+			if m := getMsg(t, store, ch, parent); m.ReplyWatermark != ts(700, 0) {
+				t.Fatalf("watermark = %q, want %s", m.ReplyWatermark, ts(700, 0))
+			}
+		})
 	}
 }

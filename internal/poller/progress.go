@@ -188,11 +188,8 @@ func (t *tick) progress() []any {
 // the first sync.
 func (p *Poller) unreadConversations() (unread, readable int, err error) {
 	err = p.store.View(func(tx rm.Tx) error {
-		known := map[string]rm.Conversation{}
-		if err := tx.Conversations(func(c rm.Conversation) error {
-			known[c.ID] = c
-			return nil
-		}); err != nil {
+		known, err := storedConversations(tx)
+		if err != nil {
 			return err
 		}
 		for _, id := range p.cfg.Conversations {
@@ -258,6 +255,16 @@ func (f firstSync) done() bool { return f.unread == 0 && f.threadsUnread == 0 }
 // once every conversation was read, before the first sync is taken as over.
 const firstSyncStallTicks = 3
 
+// storedConversations returns the conversations tx holds, by ID.
+func storedConversations(tx rm.Tx) (map[string]rm.Conversation, error) {
+	known := map[string]rm.Conversation{}
+	err := tx.Conversations(func(c rm.Conversation) error {
+		known[c.ID] = c
+		return nil
+	})
+	return known, err
+}
+
 // firstSyncState counts what the first sync still has to read (see firstSync). It
 // walks the stored timelines of the configured conversations, so the poller calls it
 // only while a first sync runs.
@@ -269,11 +276,8 @@ func (p *Poller) firstSyncState() (f firstSync, err error) {
 	calls := func(n int) int { return max(1, (n+page-1)/page) }
 	counted := map[rm.Ref]bool{}
 	err = p.store.View(func(tx rm.Tx) error {
-		known := map[string]rm.Conversation{}
-		if err := tx.Conversations(func(c rm.Conversation) error {
-			known[c.ID] = c
-			return nil
-		}); err != nil {
+		known, err := storedConversations(tx)
+		if err != nil {
 			return err
 		}
 		var readPages, readThreadCalls, read int
@@ -334,8 +338,13 @@ func (p *Poller) firstSyncState() (f firstSync, err error) {
 		return nil
 	})
 	// A parent the store does not hold yet is stored with its thread: the syncs a
-	// tick could not make wait in carried (a stored one was counted above).
-	for _, c := range p.mem.carried {
+	// tick could not make wait in carried, or were cut between pages (a stored one
+	// was counted above).
+	waiting := p.mem.carried
+	if cut := p.mem.threadCut; cut != nil && cut.c.first != nil {
+		waiting = append(slices.Clip(waiting), cut.c)
+	}
+	for _, c := range waiting {
 		if !counted[c.Ref] {
 			f.threadsUnread++
 			f.repliesCalls++

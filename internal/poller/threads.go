@@ -8,8 +8,9 @@ import (
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 )
 
-// repliesStream is the conversations.replies stream: threads whose latest_reply a read
-// saw move (known changes) first, then never-read tracked messages history did not
+// repliesStream is the conversations.replies stream: a thread read the last tick's end
+// cut between pages first, then threads whose latest_reply a read saw move (known
+// changes), then never-read tracked messages history did not
 // return (locate), then the thread rotation — watched threads while they are below
 // their share, else the least recently read thread — until the cap or the soft
 // deadline. With nothing due it waits for the other streams to queue more, and stops
@@ -63,9 +64,21 @@ func (rs *repliesStream) run() error {
 // thread owed its share, the rotation's stalest thread.
 func (rs *repliesStream) next() (func() error, bool, error) {
 	t := rs.t
+	if cut := t.p.mem.threadCut; cut != nil {
+		t.p.mem.threadCut = nil
+		if t.convs.has(cut.c.Channel) {
+			rs.triedThreads[cut.c.Ref] = true
+			return func() error { return rs.counted(cut.rotation, cut.c.Ref, rs.readThread(*cut)) }, true, nil
+		}
+		if cut.c.first != nil {
+			// Its conversation is not read this tick: the read begins again once it
+			// is, and the parent waits with the threads carried.
+			t.work.requeueThread(cut.c)
+		}
+	}
 	if c, ok := t.work.nextThread(t.convs.has); ok {
 		rs.triedThreads[c.Ref] = true
-		return func() error { return rs.readThread(c) }, true, nil
+		return func() error { return rs.readThread(threadCut{c: c}) }, true, nil
 	}
 	if ref, ok := t.work.nextLocate(t.convs.has); ok {
 		return func() error { return rs.locate(ref) }, true, nil
@@ -92,15 +105,21 @@ func (rs *repliesStream) rotationJob(m rm.Message) func() error {
 	ref := rm.Ref{Channel: m.Channel, TS: m.TS}
 	rs.triedThreads[ref] = true
 	return func() error {
-		err := rs.readThread(threadCandidate{Ref: ref, latestReply: m.LatestReply})
-		if err == nil {
-			rs.threadReads++
-			if rs.t.watchedThreads[ref] {
-				rs.watchedReads++
-			}
-		}
-		return err
+		c := threadCandidate{Ref: ref, latestReply: m.LatestReply}
+		return rs.counted(true, ref, rs.readThread(threadCut{c: c, rotation: true}))
 	}
+}
+
+// counted counts a rotation's thread read of ref that ended this tick (err nil), and
+// returns err.
+func (rs *repliesStream) counted(rotation bool, ref rm.Ref, err error) error {
+	if err == nil && rotation {
+		rs.threadReads++
+		if rs.t.watchedThreads[ref] {
+			rs.watchedReads++
+		}
+	}
+	return err
 }
 
 // due reports whether m's thread is due for a rotation read this tick: a tracked
@@ -130,17 +149,34 @@ func threadOlder(a, b *rm.Message) bool {
 	return a.ThreadSyncedAt.Before(*b.ThreadSyncedAt)
 }
 
-// readThread fetches the whole thread of parent (all pages) and, only if every page
-// was read, replaces its reply set and parent in one transaction with the watermark
-// written last. latestReply is the parent's latest_reply as last read, used as the
-// watermark when no page carried the parent. It returns nil when the thread was cut
-// short or skipped (the reason is recorded), an error only to end the tick.
-func (rs *repliesStream) readThread(c threadCandidate) error {
+// threadCut is a thread read: the candidate, and for a read an earlier tick's end cut
+// between pages (memory.threadCut), the pages read, the cursor to go on from and
+// when the read began. rotation marks a read of the rotation (counted when it ends).
+type threadCut struct {
+	c        threadCandidate
+	rotation bool
+	r        *rm.ThreadRead // nil: the read begins
+	cursor   string
+	started  time.Time
+}
+
+// readThread fetches the whole thread of parent (all pages; for a read that was cut,
+// the pages from its cursor) and, only if every page was read, replaces its reply set
+// and parent in one transaction with the watermark written last. latestReply is the
+// parent's latest_reply as last read, used as the watermark when no page carried the
+// parent. A read the tick's end (cap, soft deadline) cuts between pages is kept in
+// memory.threadCut: the next tick goes on from its cursor. It returns nil when the
+// thread was cut short or skipped (the reason is recorded), an error only to end the
+// tick (errStop when the stream stopped).
+func (rs *repliesStream) readThread(cut threadCut) error {
 	t := rs.t
+	c := cut.c
 	parent, latestReply := c.Ref, c.latestReply
-	r := rm.NewThreadRead()
-	cursor := ""
-	started := t.now()
+	r, cursor, started := cut.r, cut.cursor, cut.started
+	resumed := r != nil
+	if !resumed {
+		r, started = rm.NewThreadRead(), t.now()
+	}
 	for pages := 0; ; pages++ {
 		var page rm.Page
 		what := fmt.Sprintf("%s/%s thread", parent.Channel, parent.TS)
@@ -149,9 +185,17 @@ func (rs *repliesStream) readThread(c threadCandidate) error {
 			return err
 		})
 		if o != done {
-			if o == stopped && pages == 0 && c.first != nil {
+			if o == stopped && pages == 0 && !resumed && c.first != nil {
 				// Not begun: it stays deferred, first in the next tick's queue.
 				t.work.requeueThread(c)
+				return errStop
+			}
+			if o == stopped && (pages > 0 || resumed) {
+				// Cut between pages by the tick's end: the next tick goes on from
+				// here. Begun again, it would spend a call of each tick on pages
+				// read before (a tick holds 4 calls at 1 request a minute), and a
+				// thread of more pages than a tick's calls would never be written.
+				t.p.mem.threadCut = &threadCut{c: c, rotation: cut.rotation, r: r, cursor: cursor, started: started}
 				return errStop
 			}
 			// Cut short, it writes nothing of the thread; a failure that may pass
@@ -166,7 +210,7 @@ func (rs *repliesStream) readThread(c threadCandidate) error {
 			return stepErr(o, err)
 		}
 		rs.threadCalls++
-		if pages == 0 {
+		if pages == 0 && !resumed {
 			// The thread is read as of its first page: later pages come later.
 			started = t.readAt(started, &page)
 		}
