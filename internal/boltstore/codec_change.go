@@ -100,7 +100,7 @@ func hexID(id string) (out [16]byte, ok bool) {
 		return out, false
 	}
 	for i := 0; i < len(id); i++ {
-		if c := id[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+		if c := id[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
 			return out, false
 		}
 	}

@@ -229,7 +229,7 @@ func (t *tx) flushChannelTiles(channel string, changes []tileChange) error {
 	// Incremental only over an index that matched the records before this
 	// transaction; a new channel (no records, no index) starts one.
 	st, ok := tilesCurrent(cb, stored)
-	if !(idx == nil && stored.messages == 0) && !ok {
+	if (idx != nil || stored.messages != 0) && !ok {
 		return t.rebuildTiles(cb, channel)
 	}
 	total := int64(st.timeline)
@@ -248,7 +248,7 @@ func (t *tx) flushChannelTiles(channel string, changes []tileChange) error {
 		if bk == nil {
 			// Below every block (or none yet): the first block starts lower.
 			fk, fv := c.First()
-			if fk != nil && len(fk) == tsKeyLen {
+			if len(fk) == tsKeyLen {
 				if n, err = blockCount(fv); err != nil {
 					return t.rebuildTiles(cb, channel)
 				}
@@ -270,7 +270,7 @@ func (t *tx) flushChannelTiles(channel string, changes []tileChange) error {
 			nk, _ = c.Next()
 		}
 		var next []byte
-		if nk != nil && len(nk) == tsKeyLen {
+		if len(nk) == tsKeyLen {
 			next = slices.Clone(nk)
 		}
 		sum := int64(n)
@@ -492,7 +492,7 @@ func (t *tx) indexedTile(cb *chanBuckets, channel string, tk []byte, size int) (
 	defer func() { t.blocks = blocks[:0] }()
 	start, below := uint64(0), 0
 	ic := idx.Cursor()
-	for k, v := ic.First(); k != nil && len(k) == tsKeyLen; k, v = ic.Next() {
+	for k, v := ic.First(); len(k) == tsKeyLen; k, v = ic.Next() {
 		n, err := blockCount(v)
 		if err != nil || n == 0 {
 			return readmodel.Tile{}, false, errTilesInconsistent

@@ -35,7 +35,7 @@ func checkTiles(t *testing.T, s *Store, channel string) {
 		var firsts [][]byte
 		var want []uint64
 		ic := idx.Cursor()
-		for k, v := ic.First(); k != nil && len(k) == tsKeyLen; k, v = ic.Next() {
+		for k, v := ic.First(); len(k) == tsKeyLen; k, v = ic.Next() {
 			n, err := blockCount(v)
 			if err != nil {
 				t.Fatal(err)
