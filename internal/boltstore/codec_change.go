@@ -135,16 +135,7 @@ func appendChangeValue(b []byte, v *readmodel.ChangeValue) []byte {
 	b = appendString(b, v.BotID)
 	b = appendString(b, v.Subtype)
 	if len(v.Reactions) > 0 {
-		b = binary.AppendUvarint(b, uint64(len(v.Reactions)))
-		for i := range v.Reactions {
-			r := &v.Reactions[i]
-			b = appendString(b, r.Name)
-			b = binary.AppendVarint(b, int64(r.Count))
-			b = binary.AppendUvarint(b, uint64(len(r.Users)))
-			for _, u := range r.Users {
-				b = appendString(b, u)
-			}
-		}
+		b = appendReactions(b, v.Reactions)
 	}
 	if v.Count != nil {
 		b = binary.AppendVarint(b, int64(*v.Count))
@@ -233,20 +224,7 @@ func readChangeValue(r *reader) *readmodel.ChangeValue {
 	v.BotID = r.string()
 	v.Subtype = r.string()
 	if flags&cvReactions != 0 {
-		if n := r.count(3); n > 0 {
-			v.Reactions = make([]readmodel.Reaction, n)
-			for i := range v.Reactions {
-				rc := &v.Reactions[i]
-				rc.Name = r.string()
-				rc.Count = r.int()
-				if nu := r.count(1); nu > 0 {
-					rc.Users = make([]string, nu)
-					for j := range rc.Users {
-						rc.Users[j] = r.string()
-					}
-				}
-			}
-		}
+		v.Reactions = r.reactions()
 	}
 	v.ReactionsOmitted = flags&cvReactionsOmitted != 0
 	if flags&cvCount != 0 {

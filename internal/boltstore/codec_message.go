@@ -149,16 +149,7 @@ func appendMessageFormat(b []byte, m *readmodel.Message, format byte) []byte {
 		b = appendString(b, m.Edited.User)
 		b = appendString(b, string(m.Edited.TS))
 	}
-	b = binary.AppendUvarint(b, uint64(len(m.Reactions)))
-	for i := range m.Reactions {
-		r := &m.Reactions[i]
-		b = appendString(b, r.Name)
-		b = binary.AppendVarint(b, int64(r.Count))
-		b = binary.AppendUvarint(b, uint64(len(r.Users)))
-		for _, u := range r.Users {
-			b = appendString(b, u)
-		}
-	}
+	b = appendReactions(b, m.Reactions)
 	b = binary.AppendVarint(b, int64(m.ReplyCount))
 	b = appendString(b, string(m.LatestReply))
 	b = appendString(b, string(m.ReplyWatermark))
@@ -273,21 +264,7 @@ func decodeMessage(channel string, v, rt []byte) (readmodel.Message, error) {
 	if flags&flagEdited != 0 {
 		m.Edited = &readmodel.Edited{User: r.string(), TS: readmodel.TS(r.string())}
 	}
-	// Each reaction takes at least 3 bytes (name length, count, user count).
-	if n := r.count(3); n > 0 {
-		m.Reactions = make([]readmodel.Reaction, n)
-		for i := range m.Reactions {
-			rc := &m.Reactions[i]
-			rc.Name = r.string()
-			rc.Count = r.int()
-			if nu := r.count(1); nu > 0 {
-				rc.Users = make([]string, nu)
-				for j := range rc.Users {
-					rc.Users[j] = r.string()
-				}
-			}
-		}
-	}
+	m.Reactions = r.reactions()
 	m.ReplyCount = r.int()
 	m.LatestReply = readmodel.TS(r.string())
 	m.ReplyWatermark = readmodel.TS(r.string())
@@ -382,4 +359,41 @@ func readHeader(v, rt []byte) (header, error) {
 		p = p[n+int(l):]
 	}
 	return h, nil
+}
+
+// appendReactions appends n_reactions{ name count(varint) n_users{ user } }.
+func appendReactions(b []byte, rs []readmodel.Reaction) []byte {
+	b = binary.AppendUvarint(b, uint64(len(rs)))
+	for i := range rs {
+		r := &rs[i]
+		b = appendString(b, r.Name)
+		b = binary.AppendVarint(b, int64(r.Count))
+		b = binary.AppendUvarint(b, uint64(len(r.Users)))
+		for _, u := range r.Users {
+			b = appendString(b, u)
+		}
+	}
+	return b
+}
+
+// reactions reads what appendReactions wrote; none is nil.
+func (r *reader) reactions() []readmodel.Reaction {
+	// Each reaction takes at least 3 bytes (name length, count, user count).
+	n := r.count(3)
+	if n == 0 {
+		return nil
+	}
+	rs := make([]readmodel.Reaction, n)
+	for i := range rs {
+		rc := &rs[i]
+		rc.Name = r.string()
+		rc.Count = r.int()
+		if nu := r.count(1); nu > 0 {
+			rc.Users = make([]string, nu)
+			for j := range rc.Users {
+				rc.Users[j] = r.string()
+			}
+		}
+	}
+	return rs
 }
