@@ -55,6 +55,8 @@ func TestExplorableDemoWithRunAgainstIt(t *testing.T) {
 	demoDone := startCLI(ctx, &demoOut, &demoErr, "demo", "--listen", "127.0.0.1:0", "--api", api, "--dir", dir, "--messages", "150", "--every", "20ms")
 	cfg := filepath.Join(dir, "slackpoll.yaml")
 	waitFor(t, "the demo's config", func() bool { _, err := os.Stat(cfg); return err == nil })
+	// The guide is printed after the config is written: wait for its last line.
+	waitFor(t, "the demo's guide", func() bool { return strings.Contains(demoOut.String(), "Changing the workspace every") })
 	wantContains(t, "demo output", demoOut.String(), "export SLACKPOLL_CONFIG="+cfg, " run\n", " status\n", "track --record ticket-1 ")
 
 	runDone := startCLI(ctx, &runOut, &runErr, "run", "--config", cfg)
