@@ -8,8 +8,9 @@ import (
 	"github.com/slackpoll/slackpoll/internal/readmodel"
 )
 
-// Change value, format 2 (byte 0): the change feed's rows in binary, about a third of
-// their JSON (format 1, written by earlier releases and still read: see decodeChange).
+// Change value, format 2 (byte 0): the change feed's rows in binary, smaller than their
+// JSON (format 1, written by earlier releases and still read: see decodeChange): a
+// backfilled feed takes 466 bytes a message on disk instead of 839 (BenchmarkExport).
 // Strings are uvarint length + bytes, times (varint seconds, uvarint nanoseconds) UTC.
 //
 //	format(1) version(uvarint) kind(1: index in changeKinds, 0: string follows [kind])
