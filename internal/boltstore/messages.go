@@ -98,6 +98,9 @@ func (t *tx) PutMessage(m readmodel.Message) error {
 	// as stored changes its read times only); the read times beside it when theirs do.
 	v := t.arena.alloc(messageSizeBound(&m))
 	v = appendMessage(v, &m)
+	// Read before the read times are encoded: an unchanged v is not committed to the
+	// arena, which hands its memory out again.
+	newTimeline := inTimeline(v)
 	if !known || !bytes.Equal(v, oldValue) {
 		t.arena.commit(v)
 		if err := cb.msgs.Put(k, v); err != nil {
@@ -123,7 +126,7 @@ func (t *tx) PutMessage(m readmodel.Message) error {
 	if !had {
 		d.messages++
 	}
-	if newTimeline := inTimeline(v); newTimeline != oldTimeline {
+	if newTimeline != oldTimeline {
 		delta := int8(-1)
 		if newTimeline {
 			delta = 1

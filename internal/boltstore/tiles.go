@@ -281,8 +281,9 @@ func (t *tx) flushChannelTiles(channel string, changes []tileChange) error {
 		if sum < 0 {
 			return t.rebuildTiles(cb, channel)
 		}
-		if err := t.putBlock(cb, idx, channel, first, next, uint64(sum)); err != nil {
-			return err
+		rebuilt, err := t.putBlock(cb, idx, channel, first, next, uint64(sum))
+		if err != nil || rebuilt {
+			return err // a rebuild replaced idx and counted every change
 		}
 	}
 	messages, err := t.messagesAfter(cb, channel)
@@ -318,12 +319,12 @@ func blockAt(c *bolt.Cursor, k []byte) ([]byte, []byte) {
 
 // putBlock writes a block's count, deleting an empty block and cutting one larger than
 // blockSplit in two (walking its records to the middle one).
-func (t *tx) putBlock(cb *chanBuckets, idx *bolt.Bucket, channel string, first, next []byte, n uint64) error {
+func (t *tx) putBlock(cb *chanBuckets, idx *bolt.Bucket, channel string, first, next []byte, n uint64) (rebuilt bool, _ error) {
 	if n == 0 {
 		if err := idx.Delete(first); err != nil {
-			return fmt.Errorf("store: channel %s: tile index: %w", channel, err)
+			return false, fmt.Errorf("store: channel %s: tile index: %w", channel, err)
 		}
-		return nil
+		return false, nil
 	}
 	for n > blockSplit {
 		half := n / 2
@@ -341,18 +342,19 @@ func (t *tx) putBlock(cb *chanBuckets, idx *bolt.Bucket, channel string, first, 
 			seen++
 		}
 		if mid == nil {
-			// Fewer records than counted: the index is wrong.
-			return t.rebuildTiles(cb, channel)
+			// Fewer records than counted: the index is wrong. The rebuild drops idx:
+			// the caller must not use it again.
+			return true, t.rebuildTiles(cb, channel)
 		}
 		if err := idx.Put(first, binary.AppendUvarint(nil, half)); err != nil {
-			return fmt.Errorf("store: channel %s: tile index: %w", channel, err)
+			return false, fmt.Errorf("store: channel %s: tile index: %w", channel, err)
 		}
 		first, n = mid, n-half
 	}
 	if err := idx.Put(first, binary.AppendUvarint(nil, n)); err != nil {
-		return fmt.Errorf("store: channel %s: tile index: %w", channel, err)
+		return false, fmt.Errorf("store: channel %s: tile index: %w", channel, err)
 	}
-	return nil
+	return false, nil
 }
 
 func blockCount(v []byte) (uint64, error) {

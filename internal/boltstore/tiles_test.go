@@ -243,3 +243,26 @@ func TestTileIndexDamagedCountIsNotTrusted(t *testing.T) {
 	update(t, s, func(readmodel.Tx) error { return nil }) // any write: the rebuild
 	checkTiles(t, s, "C1")
 }
+
+// A reply read again unchanged, with its read times, is still not counted: the tile
+// change was once read from arena memory the read times had reused, which counted it
+// as a timeline message (and a block split over the wrong count then used the index
+// bucket it had just rebuilt: bbolt's "nodes map expected" in the crash test).
+func TestTileIndexAfterUnchangedReadsOfReplies(t *testing.T) {
+	s := openTemp(t)
+	var ms []readmodel.Message
+	for i := range 1500 {
+		m := msg(fmt.Sprintf("%d.000000", 1700000000+2*i))
+		r := reply(fmt.Sprintf("%d.000000", 1700000001+2*i), string(m.TS))
+		m.LastPolledAt, r.LastPolledAt = at(100), at(100)
+		ms = append(ms, m, r)
+	}
+	putAll(t, s, ms...)
+	for round := range 3 {
+		for i := range ms {
+			ms[i].LastPolledAt = at(int64(200 + round))
+		}
+		putAll(t, s, ms...)
+	}
+	checkTiles(t, s, "C1")
+}
