@@ -1,0 +1,429 @@
+package projection
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"time"
+
+	rm "github.com/slackpoll/slackpoll/internal/readmodel"
+)
+
+// chunkRows bounds the rows of one multi-row statement: far below both databases'
+// limits on parameters (SQLite 32766, Postgres 65535) at 31 columns.
+const chunkRows = 300
+
+// batch is one SQL transaction of the projector: the rows it writes and the cursor
+// it moves commit together or not at all.
+type batch struct {
+	t    *Target
+	tx   *sql.Tx
+	team string
+	// seq is the feed seq the projection reaches with this transaction; a row whose
+	// content changes in it gets changed_seq = seq and changed_at = now.
+	seq int64
+	now time.Time
+	// requeue are the messages to read again: a user or conversation renamed
+	// changes the label and the rendered text of the messages that show it.
+	requeue []rm.Ref
+	stats   Counts
+}
+
+// Counts say what a batch or a sync wrote.
+type Counts struct {
+	Inserted, Updated, Touched, Deleted int
+}
+
+func (c *Counts) add(o Counts) {
+	c.Inserted += o.Inserted
+	c.Updated += o.Updated
+	c.Touched += o.Touched
+	c.Deleted += o.Deleted
+}
+
+// Changed is the number of rows written.
+func (c Counts) Changed() int { return c.Inserted + c.Updated + c.Touched + c.Deleted }
+
+func (t *Target) begin(ctx context.Context, team string, seq int64, now time.Time) (*batch, error) {
+	tx, err := t.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("projection: %s: begin: %w", t.name, err)
+	}
+	return &batch{t: t, tx: tx, team: team, seq: seq, now: now.UTC().Truncate(time.Microsecond)}, nil
+}
+
+func (b *batch) rollback() { _ = b.tx.Rollback() }
+
+func (b *batch) commit() error {
+	if err := b.tx.Commit(); err != nil {
+		return fmt.Errorf("projection: %s: commit: %w", b.t.name, err)
+	}
+	return nil
+}
+
+func (b *batch) exec(ctx context.Context, query string, args ...any) error {
+	if _, err := b.tx.ExecContext(ctx, b.t.q(query), args...); err != nil {
+		return fmt.Errorf("projection: %s: %w (in %.80s)", b.t.name, err, strings.Join(strings.Fields(query), " "))
+	}
+	return nil
+}
+
+func (b *batch) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	rows, err := b.tx.QueryContext(ctx, b.t.q(query), args...)
+	if err != nil {
+		return nil, fmt.Errorf("projection: %s: %w (in %.80s)", b.t.name, err, strings.Join(strings.Fields(query), " "))
+	}
+	return rows, nil
+}
+
+// values is "(?, ?, …), (…)" for n rows of cols columns.
+func values(n, cols int) string {
+	one := "(" + strings.TrimSuffix(strings.Repeat("?, ", cols), ", ") + ")"
+	return strings.TrimSuffix(strings.Repeat(one+", ", n), ", ")
+}
+
+// insertRows inserts rows (each of len(cols) values) into table, chunkRows a
+// statement.
+func (b *batch) insertRows(ctx context.Context, table string, cols []string, rows [][]any) error {
+	for len(rows) > 0 {
+		n := min(len(rows), chunkRows)
+		args := make([]any, 0, n*len(cols))
+		for _, r := range rows[:n] {
+			args = append(args, r...)
+		}
+		q := "INSERT INTO " + table + " (" + strings.Join(cols, ", ") + ") VALUES " + values(n, len(cols))
+		if err := b.exec(ctx, q, args...); err != nil {
+			return err
+		}
+		rows = rows[n:]
+	}
+	return nil
+}
+
+// deleteKeys deletes the rows of the messages keyed by refs from a table keyed by
+// (team_id, channel, ts, …).
+func (b *batch) deleteKeys(ctx context.Context, table string, refs []rm.Ref) error {
+	for len(refs) > 0 {
+		n := min(len(refs), chunkRows)
+		args := []any{b.team}
+		for _, r := range refs[:n] {
+			args = append(args, r.Channel, string(r.TS))
+		}
+		if err := b.exec(ctx, "DELETE FROM "+table+" WHERE team_id = ? AND (channel, ts) IN (VALUES "+values(n, 2)+")", args...); err != nil {
+			return err
+		}
+		refs = refs[n:]
+	}
+	return nil
+}
+
+// deleteIDs deletes rows by id (messages.id, or the SQLite index's rowid).
+func (b *batch) deleteIDs(ctx context.Context, table, col string, ids []int64) error {
+	for len(ids) > 0 {
+		n := min(len(ids), chunkRows)
+		args := make([]any, n)
+		for i, id := range ids[:n] {
+			args[i] = id
+		}
+		if err := b.exec(ctx, "DELETE FROM "+table+" WHERE "+col+" IN ("+strings.TrimSuffix(strings.Repeat("?, ", n), ", ")+")", args...); err != nil {
+			return err
+		}
+		ids = ids[n:]
+	}
+	return nil
+}
+
+// stored is what the projection holds of a message: enough to tell whether the
+// store's row differs.
+type stored struct {
+	id                       int64
+	content, text            int64
+	lastPolled, threadSynced *time.Time
+}
+
+const storedCols = "id, channel, ts, content_hash, text_hash, last_polled_at, thread_synced_at"
+
+func scanStored(rows *sql.Rows, into map[rm.Ref]stored) error {
+	defer rows.Close()
+	for rows.Next() {
+		var s stored
+		var ch, ts string
+		var lp, tsy sqlTime
+		if err := rows.Scan(&s.id, &ch, &ts, &s.content, &s.text, &lp, &tsy); err != nil {
+			return err
+		}
+		s.lastPolled, s.threadSynced = lp.t, tsy.t
+		into[rm.Ref{Channel: ch, TS: rm.TS(ts)}] = s
+	}
+	return rows.Err()
+}
+
+// storedByRefs reads what the projection holds of refs.
+func (b *batch) storedByRefs(ctx context.Context, refs []rm.Ref) (map[rm.Ref]stored, error) {
+	out := map[rm.Ref]stored{}
+	for len(refs) > 0 {
+		n := min(len(refs), chunkRows)
+		args := []any{b.team}
+		for _, r := range refs[:n] {
+			args = append(args, r.Channel, string(r.TS))
+		}
+		rows, err := b.query(ctx, "SELECT "+storedCols+" FROM messages WHERE team_id = ? AND (channel, ts) IN (VALUES "+values(n, 2)+")", args...)
+		if err != nil {
+			return nil, err
+		}
+		if err := scanStored(rows, out); err != nil {
+			return nil, err
+		}
+		refs = refs[n:]
+	}
+	return out, nil
+}
+
+// storedByChannel reads what the projection holds of one conversation.
+func (b *batch) storedByChannel(ctx context.Context, channel string) (map[rm.Ref]stored, error) {
+	out := map[rm.Ref]stored{}
+	rows, err := b.query(ctx, "SELECT "+storedCols+" FROM messages WHERE team_id = ? AND channel = ?", b.team, channel)
+	if err != nil {
+		return nil, err
+	}
+	return out, scanStored(rows, out)
+}
+
+// storedChannels lists the conversations the projection holds messages of.
+func (b *batch) storedChannels(ctx context.Context) ([]string, error) {
+	rows, err := b.query(ctx, "SELECT DISTINCT channel FROM messages WHERE team_id = ?", b.team)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var ch string
+		if err := rows.Scan(&ch); err != nil {
+			return nil, err
+		}
+		out = append(out, ch)
+	}
+	return out, rows.Err()
+}
+
+func sameTime(a, b *time.Time) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Equal(*b)
+}
+
+var messageCols = []string{
+	"id", "team_id", "channel", "ts", "posted_at", "thread_ts", "is_reply", "user_id", "user_label", "bot_id", "subtype",
+	"text", "search_text", "edited_user", "edited_ts", "deleted", "missing_since", "own", "record", "watched", "tracked",
+	"reply_count", "latest_reply", "reply_watermark", "last_polled_at", "thread_synced_at", "changed_seq", "changed_at",
+	"content_hash", "text_hash",
+}
+
+// applyMessages makes the projection's rows of the messages keys say what rows
+// holds: rows of keys absent from rows are deleted, new ones inserted, changed ones
+// replaced (changed_seq moves), and those whose read times alone moved get the new
+// read times. have is what the projection holds of keys (storedByRefs or
+// storedByChannel); it may hold more keys than keys, which are left alone.
+func (b *batch) applyMessages(ctx context.Context, keys []rm.Ref, rows map[rm.Ref]*messageRow, have map[rm.Ref]stored) error {
+	var (
+		gone     []rm.Ref // rows to delete: absent from the store, or replaced
+		goneIDs  []int64
+		ftsGone  []int64 // index entries to delete
+		write    []*messageRow
+		writeIDs []int64
+		ftsWrite []int
+		touch    [][]any
+		newRows  []*messageRow
+		replaced = 0
+	)
+	for _, k := range keys {
+		row, present := rows[k]
+		s, had := have[k]
+		switch {
+		case !present && had:
+			gone, goneIDs, ftsGone = append(gone, k), append(goneIDs, s.id), append(ftsGone, s.id)
+			b.stats.Deleted++
+		case !present:
+		case !had:
+			newRows = append(newRows, row)
+		case s.content != row.ContentHash:
+			gone, goneIDs = append(gone, k), append(goneIDs, s.id)
+			if s.text != row.TextHash {
+				ftsGone = append(ftsGone, s.id)
+				ftsWrite = append(ftsWrite, len(write))
+			}
+			write, writeIDs = append(write, row), append(writeIDs, s.id)
+			replaced++
+		case !sameTime(s.lastPolled, row.LastPolledAt) || !sameTime(s.threadSynced, row.ThreadSyncedAt):
+			touch = append(touch, []any{s.id, b.t.timeArg(row.LastPolledAt), b.t.timeArg(row.ThreadSyncedAt)})
+		}
+	}
+	b.stats.Updated += replaced
+	b.stats.Touched += len(touch)
+	ids, err := b.newIDs(ctx, newRows)
+	if err != nil {
+		return err
+	}
+	for i, row := range newRows {
+		ftsWrite = append(ftsWrite, len(write))
+		write, writeIDs = append(write, row), append(writeIDs, ids[i])
+	}
+	b.stats.Inserted += len(newRows)
+
+	for _, table := range []string{"reactions", "reaction_counts", "mentions"} {
+		if err := b.deleteKeys(ctx, table, gone); err != nil {
+			return err
+		}
+	}
+	if err := b.deleteIDs(ctx, "messages", "id", goneIDs); err != nil {
+		return err
+	}
+	if b.t.kind == KindSQLite {
+		if err := b.deleteIDs(ctx, "messages_fts", "rowid", ftsGone); err != nil {
+			return err
+		}
+	}
+	if err := b.writeMessages(ctx, write, writeIDs); err != nil {
+		return err
+	}
+	if b.t.kind == KindSQLite && len(ftsWrite) > 0 {
+		fts := make([][]any, len(ftsWrite))
+		for i, w := range ftsWrite {
+			fts[i] = []any{writeIDs[w], tokensText(write[w].tokens)}
+		}
+		if err := b.insertRows(ctx, "messages_fts", []string{"rowid", "tokens"}, fts); err != nil {
+			return err
+		}
+	}
+	return b.touchMessages(ctx, touch)
+}
+
+// writeMessages inserts rows (with their ids), their reactions and mentions.
+func (b *batch) writeMessages(ctx context.Context, rows []*messageRow, ids []int64) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	cols := messageCols
+	if b.t.kind == KindPostgres {
+		cols = append(append([]string(nil), messageCols...), "search")
+	}
+	var msgs, reacts, counts, ments [][]any
+	for i, r := range rows {
+		v := []any{
+			ids[i], b.team, r.Channel, string(r.TS), b.t.timeArg(&r.PostedAt), nullString(string(r.ThreadTS)), r.IsReply,
+			nullString(r.UserID), r.UserLabel, nullString(r.BotID), nullString(r.Subtype), r.Text, r.SearchText,
+			nullString(r.EditedUser), nullString(string(r.EditedTS)), r.Deleted, b.t.timeArg(r.MissingSince), r.Own,
+			nullString(r.Record), r.Watched, r.Tracked, r.ReplyCount, nullString(string(r.LatestReply)),
+			nullString(string(r.ReplyWatermark)), b.t.timeArg(r.LastPolledAt), b.t.timeArg(r.ThreadSyncedAt),
+			b.seq, b.t.timeArg(&b.now), r.ContentHash, r.TextHash,
+		}
+		if b.t.kind == KindPostgres {
+			v = append(v, tsvector(r.tokens))
+		}
+		msgs = append(msgs, v)
+		for _, ru := range r.reactionUsers() {
+			reacts = append(reacts, []any{b.team, r.Channel, string(r.TS), ru[0], ru[1]})
+		}
+		for _, rc := range r.reactionCounts() {
+			counts = append(counts, []any{b.team, r.Channel, string(r.TS), rc.Name, rc.Count})
+		}
+		for _, m := range r.Mentions {
+			ments = append(ments, []any{b.team, r.Channel, string(r.TS), m.Kind, m.Target})
+		}
+	}
+	if err := b.insertRows(ctx, "messages", cols, msgs); err != nil {
+		return err
+	}
+	if err := b.insertRows(ctx, "reactions", []string{"team_id", "channel", "ts", "reaction", "user_id"}, reacts); err != nil {
+		return err
+	}
+	if err := b.insertRows(ctx, "reaction_counts", []string{"team_id", "channel", "ts", "reaction", "count"}, counts); err != nil {
+		return err
+	}
+	return b.insertRows(ctx, "mentions", []string{"team_id", "channel", "ts", "kind", "target"}, ments)
+}
+
+// touchMessages sets the read times of rows whose content did not change, one
+// statement per chunk: (id, last_polled_at, thread_synced_at) triples.
+func (b *batch) touchMessages(ctx context.Context, touch [][]any) error {
+	for len(touch) > 0 {
+		n := min(len(touch), chunkRows)
+		args := make([]any, 0, 3*n)
+		var vals []string
+		for _, v := range touch[:n] {
+			args = append(args, v...)
+			vals = append(vals, "(CAST(? AS BIGINT), CAST(? AS {time}), CAST(? AS {time}))")
+		}
+		q := "UPDATE messages SET last_polled_at = v.column2, thread_synced_at = v.column3 FROM (VALUES " +
+			strings.Join(vals, ", ") + ") AS v WHERE messages.id = v.column1"
+		if err := b.exec(ctx, q, args...); err != nil {
+			return err
+		}
+		touch = touch[n:]
+	}
+	return nil
+}
+
+// newIDs picks the ids of new rows: messageID, or the next free slot of the same
+// microsecond when another row (held or new in this batch) has it.
+func (b *batch) newIDs(ctx context.Context, rows []*messageRow) ([]int64, error) {
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	ids := make([]int64, len(rows))
+	taken := map[int64]bool{}
+	var candidates []int64
+	for i, r := range rows {
+		ids[i] = messageID(b.team, r.Channel, r.TS)
+		candidates = append(candidates, ids[i])
+	}
+	// A slot is taken by a row of another key: read which of the candidates are.
+	for len(candidates) > 0 {
+		n := min(len(candidates), chunkRows)
+		args := make([]any, n)
+		for i, id := range candidates[:n] {
+			args[i] = id
+		}
+		rs, err := b.query(ctx, "SELECT id FROM messages WHERE id IN ("+strings.TrimSuffix(strings.Repeat("?, ", n), ", ")+")", args...)
+		if err != nil {
+			return nil, err
+		}
+		for rs.Next() {
+			var id int64
+			if err := rs.Scan(&id); err != nil {
+				rs.Close()
+				return nil, err
+			}
+			taken[id] = true
+		}
+		rs.Close()
+		if err := rs.Err(); err != nil {
+			return nil, err
+		}
+		candidates = candidates[n:]
+	}
+	for i := range ids {
+		base := ids[i] - ids[i]%idSlots
+		for n := 0; taken[ids[i]]; n++ {
+			if n == idSlots {
+				return nil, fmt.Errorf("projection: more than %d messages with ts %s", idSlots, rows[i].TS)
+			}
+			ids[i] = base + (ids[i]+1-base)%idSlots
+			if !taken[ids[i]] {
+				// A probed slot may be held by a row not among the candidates.
+				var one int
+				err := b.tx.QueryRowContext(ctx, b.t.q("SELECT 1 FROM messages WHERE id = ?"), ids[i]).Scan(&one)
+				if err == nil {
+					taken[ids[i]] = true
+				} else if err != sql.ErrNoRows {
+					return nil, err
+				}
+			}
+		}
+		taken[ids[i]] = true
+	}
+	return ids, nil
+}
