@@ -18,11 +18,11 @@ const (
 	MentionChannel = "channel"
 )
 
-// names resolves IDs to what Slack's clients show: a user's label (display name →
+// Names resolves IDs to what Slack's clients show: a user's label (display name →
 // real name → ID) and a conversation's name; "" when not known.
-type names struct {
-	user         func(id string) string
-	conversation func(id string) string
+type Names struct {
+	User         func(id string) string
+	Conversation func(id string) string
 }
 
 // Render turns Slack mrkdwn into the text a reader sees, for search and snippets
@@ -33,7 +33,7 @@ type names struct {
 // <url|label> its label and <url> the URL (mailto: dropped); &amp;, &lt; and &gt;
 // become &, < and >. It returns the mentions it resolved, in order, without repeats.
 // Text that is not a well-formed <…> reference is kept as it is.
-func Render(text string, n names) (string, []Mention) {
+func Render(text string, n Names) (string, []Mention) {
 	var b strings.Builder
 	var mentions []Mention
 	seen := map[Mention]bool{}
@@ -83,8 +83,8 @@ func Render(text string, n names) (string, []Mention) {
 			id := target[1:]
 			add(Mention{MentionUser, id})
 			name := ""
-			if n.user != nil {
-				name = n.user(id)
+			if n.User != nil {
+				name = n.User(id)
 			}
 			if name == "" {
 				name = label
@@ -97,8 +97,8 @@ func Render(text string, n names) (string, []Mention) {
 			id := target[1:]
 			add(Mention{MentionChannel, id})
 			name := ""
-			if n.conversation != nil {
-				name = n.conversation(id)
+			if n.Conversation != nil {
+				name = n.Conversation(id)
 			}
 			if name == "" {
 				name = label

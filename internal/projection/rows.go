@@ -156,7 +156,7 @@ func (r *reader) row(m *rm.Message) (messageRow, bool, error) {
 	if m.Edited != nil {
 		row.EditedUser, row.EditedTS = m.Edited.User, m.Edited.TS
 	}
-	row.SearchText, row.Mentions = Render(m.Text, names{user: r.label, conversation: r.convName})
+	row.SearchText, row.Mentions = Render(m.Text, Names{User: r.label, Conversation: r.convName})
 	row.tokens = tokenize(row.SearchText)
 	row.hash()
 	return row, true, nil

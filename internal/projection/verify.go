@@ -88,7 +88,7 @@ func Verify(ctx context.Context, store rm.Store, t *Target) (VerifyReport, error
 		if err := verifyUsers(ctx, t, &rep, wantUsers); err != nil {
 			return err
 		}
-		n := names{user: label, conversation: func(id string) string { return convs[id] }}
+		n := Names{User: label, Conversation: func(id string) string { return convs[id] }}
 		for _, ch := range channels {
 			if err := verifyChannel(ctx, tx, t, &rep, ch, n); err != nil {
 				return err
@@ -214,7 +214,7 @@ func fmtTime(t *time.Time) string {
 
 // wantMessage is a message as the projection must hold it, made from the store's
 // record by the export's rules.
-func wantMessage(tx rm.Tx, m *rm.Message, n names) ([]string, error) {
+func wantMessage(tx rm.Tx, m *rm.Message, n Names) ([]string, error) {
 	watched, err := tx.IsWatched(rm.Ref{Channel: m.Channel, TS: m.TS})
 	if err != nil {
 		return nil, err
@@ -240,7 +240,7 @@ func wantMessage(tx rm.Tx, m *rm.Message, n names) ([]string, error) {
 	posted := time.Unix(int64(sec), int64(us)*1000)
 	return []string{
 		"thread_ts=" + ts(m.ThreadTS), fmt.Sprint("is_reply=", m.IsReply()), "user_id=" + str(m.User),
-		"user_label=" + rm.UserLabel(m, n.user), "bot_id=" + str(m.BotID), "subtype=" + str(m.Subtype),
+		"user_label=" + rm.UserLabel(m, n.User), "bot_id=" + str(m.BotID), "subtype=" + str(m.Subtype),
 		"text=" + m.Text, "search_text=" + search, "edited_user=" + eu, "edited_ts=" + ets,
 		fmt.Sprint("deleted=", m.Deleted), "missing_since=" + fmtTime(m.MissingSince), fmt.Sprint("own=", m.OwnPost),
 		"record=" + str(m.Record), fmt.Sprint("watched=", watched), fmt.Sprint("tracked=", !m.Retired && !m.IsReply()),
@@ -249,7 +249,7 @@ func wantMessage(tx rm.Tx, m *rm.Message, n names) ([]string, error) {
 	}, nil
 }
 
-func verifyChannel(ctx context.Context, tx rm.Tx, t *Target, rep *VerifyReport, ch string, n names) error {
+func verifyChannel(ctx context.Context, tx rm.Tx, t *Target, rep *VerifyReport, ch string, n Names) error {
 	want := map[rm.TS][]string{}
 	wantReacts := map[string]bool{}
 	wantCounts := map[string]bool{}
