@@ -89,9 +89,9 @@ type pending struct {
 	// projection).
 	threads map[rm.Ref]bool
 	convs   bool
-	ident bool
-	feed  bool
-	since time.Time
+	ident   bool
+	feed    bool
+	since   time.Time
 }
 
 func (p *pending) empty() bool {

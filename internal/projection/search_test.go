@@ -87,18 +87,18 @@ func TestSearchFindsJapaneseBySubstrings(t *testing.T) {
 			q    string
 			want []string
 		}{
-			{"京都", []string{"1796032802.000000", "1796032801.000000"}},     // 2 characters, inside a run and at its start
-			{"東京", []string{"1796032801.000000"}},                          // 2 characters at the start of a run
-			{"会議", []string{"1796032803.000000", "1796032801.000000"}},     // 2 characters
-			{"明日です", []string{"1796032801.000000"}},                        // the end of a run
-			{"会議室", []string{"1796032803.000000"}},                         // 3 characters
-			{"都の会", []string{"1796032801.000000"}},                         // 3 characters across words
-			{"京", []string{"1796032802.000000", "1796032801.000000"}},      // 1 character
+			{"京都", []string{"1796032802.000000", "1796032801.000000"}},                     // 2 characters, inside a run and at its start
+			{"東京", []string{"1796032801.000000"}},                                          // 2 characters at the start of a run
+			{"会議", []string{"1796032803.000000", "1796032801.000000"}},                     // 2 characters
+			{"明日です", []string{"1796032801.000000"}},                                        // the end of a run
+			{"会議室", []string{"1796032803.000000"}},                                         // 3 characters
+			{"都の会", []string{"1796032801.000000"}},                                         // 3 characters across words
+			{"京", []string{"1796032802.000000", "1796032801.000000"}},                      // 1 character
 			{"す", []string{"1796032804.000000", "1796032802.000000", "1796032801.000000"}}, // the last character of runs
-			{"カタカナ", []string{"1796032804.000000"}},                        // full width finds half width
-			{"デプロイ", []string{"1796032805.000000"}},                        // katakana after Latin text
-			{"deploy デプロイ", []string{"1796032805.000000"}},                 // both must match
-			{"会議 出張", nil},                                                 // no message has both
+			{"カタカナ", []string{"1796032804.000000"}},                                        // full width finds half width
+			{"デプロイ", []string{"1796032805.000000"}},                                        // katakana after Latin text
+			{"deploy デプロイ", []string{"1796032805.000000"}},                                 // both must match
+			{"会議 出張", nil},                                                                 // no message has both
 			{"大阪", nil},
 		} {
 			got := hitTSs(search(t, tg, projection.Query{Q: c.q}))

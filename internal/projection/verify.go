@@ -475,4 +475,3 @@ func normalTSVector(toks []token) string {
 	}
 	return b.String()
 }
-
