@@ -223,3 +223,24 @@ func (t *Target) Search(ctx context.Context, team string, q Query, f Freshness) 
 	}
 	return page, nil
 }
+
+// ParseBound reads a search bound (after, before): a Slack ts
+// ("1754467200.123456"), an RFC 3339 time ("2026-12-01T10:00:00Z") or a UTC date
+// ("2026-12-01", its midnight).
+func ParseBound(s string) (rm.TS, error) {
+	if s == "" {
+		return "", nil
+	}
+	if ts, err := rm.ParseTS(s); err == nil {
+		return ts, nil
+	}
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			if t.Unix() < 0 {
+				break
+			}
+			return rm.TS(fmt.Sprintf("%d.%06d", t.Unix(), t.Nanosecond()/1000)), nil
+		}
+	}
+	return "", fmt.Errorf("%w: %q is not a Slack ts (1754467200.123456), an RFC 3339 time (2026-12-01T10:00:00Z) or a date (2026-12-01)", ErrBadQuery, s)
+}

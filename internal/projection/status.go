@@ -1,7 +1,10 @@
 package projection
 
 import (
+	"context"
 	"time"
+
+	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 )
 
 // Projector states (Status.State).
@@ -152,4 +155,45 @@ func (p *Projector) applied(b Batch, cursorAt *time.Time) {
 		p.st.State = StateCurrent
 	}
 	p.st.LastError = ""
+}
+
+// StateStopped is the state of a projection no daemon runs (status read from the
+// files).
+const StateStopped = "stopped"
+
+// Offline reports the progress of a projection no daemon writes: its cursor against
+// the store's feed (a store written since, by `track` or a daemon killed before its
+// projector caught up, is synced by the next start).
+func Offline(ctx context.Context, store rm.Store, t *Target) (Status, error) {
+	st := Status{Target: t.kind, Name: t.name, State: StateStopped}
+	var last uint64
+	err := store.View(func(tx rm.Tx) error {
+		id, ok, err := tx.Identity()
+		if err != nil {
+			return err
+		}
+		if ok {
+			st.TeamID = id.TeamID
+		}
+		_, last, err = tx.ChangeBounds()
+		return err
+	})
+	if err != nil || st.TeamID == "" {
+		return st, err
+	}
+	s, ok, err := t.loadState(ctx, st.TeamID)
+	if err != nil {
+		return st, err
+	}
+	st.LastSeq = last
+	if !ok {
+		st.State = StateStopped + " (never synced: the daemon builds it when it starts)"
+		return st, nil
+	}
+	st.CursorSeq = uint64(max(s.CursorSeq, 0))
+	if last > st.CursorSeq {
+		st.LagSeq = last - st.CursorSeq
+	}
+	st.CursorAt, st.SyncedAt = s.CursorAt, s.SyncedAt
+	return st, nil
 }

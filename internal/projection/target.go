@@ -62,6 +62,36 @@ func (t *Target) Close() error { return t.db.Close() }
 // in WAL mode so that searches read while the projector writes, and migrates its
 // schema to this version's.
 func OpenSQLite(ctx context.Context, path string) (*Target, error) {
+	return openSQLite(ctx, path, false)
+}
+
+// OpenSQLiteReader opens an existing SQLite projection read-only, for the commands
+// that read it while no daemon runs (search, status, verify): it migrates nothing,
+// and fails with an error matching ErrNoProjection when the file does not exist,
+// and with a *SchemaError when its schema is not this version's.
+func OpenSQLiteReader(ctx context.Context, path string) (*Target, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v (the daemon creates it when it starts)", ErrNoProjection, path, err)
+	}
+	return openSQLite(ctx, path, true)
+}
+
+func openSQLite(ctx context.Context, path string, readOnly bool) (*Target, error) {
+	if readOnly {
+		q := url.Values{}
+		q.Add("_pragma", "busy_timeout(10000)")
+		q.Set("mode", "ro")
+		db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+		if err != nil {
+			return nil, fmt.Errorf("projection: sqlite file %s: %w", path, err)
+		}
+		t := &Target{kind: KindSQLite, db: db, name: path}
+		if err := t.checkVersion(ctx); err != nil {
+			_ = db.Close()
+			return nil, err
+		}
+		return t, nil
+	}
 	if dir := filepath.Dir(path); dir != "" {
 		if _, err := os.Stat(dir); err != nil {
 			return nil, fmt.Errorf("projection: sqlite file %s: %w", path, err)
@@ -96,6 +126,17 @@ func OpenSQLite(ctx context.Context, path string) (*Target, error) {
 // Every connection's search_path is schema, so the tables are schema.messages and
 // so on, apart from the application's own.
 func OpenPostgres(ctx context.Context, dsn, schema string) (*Target, error) {
+	return openPostgres(ctx, dsn, schema, false)
+}
+
+// OpenPostgresReader connects to a Postgres projection without creating or
+// migrating anything, for the commands that read it while no daemon runs; it fails
+// with a *SchemaError when the schema is not this version's.
+func OpenPostgresReader(ctx context.Context, dsn, schema string) (*Target, error) {
+	return openPostgres(ctx, dsn, schema, true)
+}
+
+func openPostgres(ctx context.Context, dsn, schema string, readOnly bool) (*Target, error) {
 	if schema == "" {
 		schema = DefaultSchema
 	}
@@ -112,6 +153,13 @@ func OpenPostgres(ctx context.Context, dsn, schema string) (*Target, error) {
 	db.SetMaxIdleConns(2)
 	db.SetConnMaxIdleTime(5 * time.Minute)
 	t := &Target{kind: KindPostgres, db: db, name: name, schema: schema}
+	if readOnly {
+		if err := t.checkVersion(ctx); err != nil {
+			_ = db.Close()
+			return nil, err
+		}
+		return t, nil
+	}
 	if _, err := db.ExecContext(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{schema}.Sanitize()); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("projection: %s: creating the schema: %w (does the role have CREATE on the database?)", name, err)
@@ -157,12 +205,49 @@ func (t *Target) migrate(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("projection: %s: reading the schema version: %w", t.name, err)
 	}
-	srcs := p.ListSources()
-	if latest := srcs[len(srcs)-1].Version; cur > latest {
-		return fmt.Errorf("projection: %s: schema version %d is newer than this slackpoll's (%d): run the newer slackpoll, or drop the projection to rebuild it", t.name, cur, latest)
+	if latest := latestVersion(t.kind); cur > latest {
+		return &SchemaError{Name: t.name, Have: cur, Want: latest}
 	}
 	if _, err := p.Up(ctx); err != nil {
 		return fmt.Errorf("projection: %s: migrating the schema: %w", t.name, err)
+	}
+	return nil
+}
+
+// SchemaError says that a projection's schema is not the version this slackpoll
+// reads.
+type SchemaError struct {
+	Name      string
+	Have, Want int64
+}
+
+func (e *SchemaError) Error() string {
+	if e.Have < e.Want {
+		return fmt.Sprintf("projection %s: schema version %d, this slackpoll's is %d: start the daemon (run or once), which migrates it", e.Name, e.Have, e.Want)
+	}
+	return fmt.Sprintf("projection %s: schema version %d is newer than this slackpoll's (%d): use the newer slackpoll", e.Name, e.Have, e.Want)
+}
+
+// latestVersion is the version of the newest embedded migration of kind.
+func latestVersion(kind string) int64 {
+	entries, _ := fs.ReadDir(migrations, "migrations/"+kind)
+	var v int64
+	for _, e := range entries {
+		if n, err := strconv.ParseInt(strings.SplitN(e.Name(), "_", 2)[0], 10, 64); err == nil && n > v {
+			v = n
+		}
+	}
+	return v
+}
+
+// checkVersion fails unless the target's schema is this version's.
+func (t *Target) checkVersion(ctx context.Context) error {
+	have, err := t.SchemaVersion(ctx)
+	if err != nil {
+		return fmt.Errorf("%w: %s: no slackpoll schema (%v): the daemon creates it when it starts", ErrNoProjection, t.name, err)
+	}
+	if want := latestVersion(t.kind); have != want {
+		return &SchemaError{Name: t.name, Have: have, Want: want}
 	}
 	return nil
 }

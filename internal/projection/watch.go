@@ -1,6 +1,8 @@
 package projection
 
 import (
+	"errors"
+	"io"
 	"slices"
 	"sync"
 
@@ -172,4 +174,16 @@ func (r *recordingTx) AppendChange(c *rm.Change) error {
 
 func (r *recordingTx) touched() Touched {
 	return Touched{Messages: r.order, Users: r.userOrder, Conversations: r.conversations, Identity: r.identity, Feed: r.feed}
+}
+
+// Backup copies the store when it can (boltstore.Store.Backup): the HTTP API's
+// GET /v1/backup reaches it through the Watched it is given.
+func (w *Watched) Backup(out io.Writer) (int64, error) {
+	b, ok := w.Store.(interface {
+		Backup(io.Writer) (int64, error)
+	})
+	if !ok {
+		return 0, errors.New("this store cannot be backed up")
+	}
+	return b.Backup(out)
 }
