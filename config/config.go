@@ -29,17 +29,17 @@ const DefaultFile = "built-in defaults"
 // Config is the whole configuration. Field comments give units and allowed
 // values; slackpoll.yaml documents them for operators.
 type Config struct {
-	Slack         Slack     `yaml:"slack" json:"slack"`
-	Store         Store     `yaml:"store" json:"store"`
-	Conversations []string  `yaml:"conversations" json:"conversations"` // IDs to poll: C, G or D then uppercase letters/digits
-	Discover      string    `yaml:"discover" json:"discover"`           // "" or "member" (DiscoverMember)
-	Tick          Tick      `yaml:"tick" json:"tick"`
-	Budget        Budget    `yaml:"budget" json:"budget"`
-	Tracking      Tracking  `yaml:"tracking" json:"tracking"`
-	Window        Window    `yaml:"window" json:"window"`
-	Users         Users     `yaml:"users" json:"users"`
-	HTTP          HTTP      `yaml:"http" json:"http"`
-	Changes       Changes   `yaml:"changes" json:"changes"`
+	Slack         Slack      `yaml:"slack" json:"slack"`
+	Store         Store      `yaml:"store" json:"store"`
+	Conversations []string   `yaml:"conversations" json:"conversations"` // IDs to poll: C, G or D then uppercase letters/digits
+	Discover      string     `yaml:"discover" json:"discover"`           // "" or "member" (DiscoverMember)
+	Tick          Tick       `yaml:"tick" json:"tick"`
+	Budget        Budget     `yaml:"budget" json:"budget"`
+	Tracking      Tracking   `yaml:"tracking" json:"tracking"`
+	Window        Window     `yaml:"window" json:"window"`
+	Users         Users      `yaml:"users" json:"users"`
+	HTTP          HTTP       `yaml:"http" json:"http"`
+	Changes       Changes    `yaml:"changes" json:"changes"`
 	Webhooks      []Webhook  `yaml:"webhooks" json:"webhooks"`
 	Projection    Projection `yaml:"projection" json:"projection"`
 	Log           Log        `yaml:"log" json:"log"`

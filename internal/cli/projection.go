@@ -21,7 +21,9 @@ func projectionSpecs(cfg *config.Config) []projection.Spec {
 	if dsn := cfg.Projection.Postgres.DSN; dsn.IsSet() {
 		schema := cfg.Projection.Postgres.Schema
 		specs = append(specs, projection.Spec{Kind: projection.KindPostgres, Name: "postgres (schema " + schema + ")",
-			Open: func(ctx context.Context) (*projection.Target, error) { return projection.OpenPostgres(ctx, dsn.Reveal(), schema) }})
+			Open: func(ctx context.Context) (*projection.Target, error) {
+				return projection.OpenPostgres(ctx, dsn.Reveal(), schema)
+			}})
 	}
 	return specs
 }

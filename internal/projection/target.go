@@ -217,7 +217,7 @@ func (t *Target) migrate(ctx context.Context) error {
 // SchemaError says that a projection's schema is not the version this slackpoll
 // reads.
 type SchemaError struct {
-	Name      string
+	Name       string
 	Have, Want int64
 }
 
