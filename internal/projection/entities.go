@@ -111,12 +111,13 @@ func (b *batch) deleteByID(ctx context.Context, table, col string, ids []string)
 }
 
 // applyConversations makes the conversations table hold rows, and returns the IDs
-// whose name changed (their mentions render it).
-func (b *batch) applyConversations(ctx context.Context, rows []conversationRow) ([]string, error) {
+// whose name changed (their mentions render it) and those new to the projection
+// (their messages were left out while it lacked them: reader.message).
+func (b *batch) applyConversations(ctx context.Context, rows []conversationRow) (renamed, added []string, err error) {
 	have := map[string]conversationRow{}
 	rs, err := b.query(ctx, "SELECT channel, name, type, status, needed_scope, is_archived, discovered, last_swept_at FROM conversations WHERE team_id = ?", b.team)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for rs.Next() {
 		var c conversationRow
@@ -124,16 +125,16 @@ func (b *batch) applyConversations(ctx context.Context, rows []conversationRow) 
 		var swept sqlTime
 		if err := rs.Scan(&c.ID, &c.Name, &c.Type, &c.Status, &scope, &c.IsArchived, &c.Discovered, &swept); err != nil {
 			rs.Close()
-			return nil, err
+			return nil, nil, err
 		}
 		c.NeededScope, c.LastSweptAt = scope.s, swept.t
 		have[c.ID] = c
 	}
 	rs.Close()
 	if err := rs.Err(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var renamed, drop []string
+	var drop []string
 	var write [][]any
 	seen := map[string]bool{}
 	for _, r := range rows {
@@ -150,6 +151,7 @@ func (b *batch) applyConversations(ctx context.Context, rows []conversationRow) 
 			drop = append(drop, r.ID)
 			b.stats.Updated++
 		} else {
+			added = append(added, r.ID)
 			b.stats.Inserted++
 		}
 		write = append(write, []any{b.team, r.ID, r.Name, r.Type, r.Status, nullString(r.NeededScope), r.IsArchived, r.Discovered, b.t.timeArg(r.LastSweptAt)})
@@ -161,10 +163,10 @@ func (b *batch) applyConversations(ctx context.Context, rows []conversationRow) 
 		}
 	}
 	if err := b.deleteByID(ctx, "conversations", "channel", drop); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	err = b.insertRows(ctx, "conversations", []string{"team_id", "channel", "name", "type", "status", "needed_scope", "is_archived", "discovered", "last_swept_at"}, write)
-	return renamed, err
+	return renamed, added, err
 }
 
 // showing lists the messages that show the users or conversations of ids: written by

@@ -32,6 +32,9 @@ type Options struct {
 	Poll time.Duration
 	// ProgressEvery is how often a sync logs its progress (default 10s).
 	ProgressEvery time.Duration
+	// Gather is the least time between two batches (default 100ms): commits that
+	// come faster are applied together, one SQL transaction for many bbolt ones.
+	Gather time.Duration
 	// OnBatch, if set, is called after each committed transaction: the sync's (Sync
 	// set) and each batch's.
 	OnBatch func(Batch)
@@ -88,14 +91,24 @@ type pending struct {
 	// threads are parents whose replies are to be read (a parent new to the
 	// projection).
 	threads map[rm.Ref]bool
-	convs   bool
+	// channels are conversations new to the projection, whose messages (written
+	// before the conversation) are to be read.
+	channels map[string]bool
+	convs    bool
 	ident   bool
 	feed    bool
 	since   time.Time
 }
 
 func (p *pending) empty() bool {
-	return len(p.order) == 0 && len(p.users) == 0 && len(p.threads) == 0 && !p.convs && !p.ident && !p.feed
+	return len(p.order) == 0 && len(p.users) == 0 && len(p.threads) == 0 && len(p.channels) == 0 && !p.convs && !p.ident && !p.feed
+}
+
+func (p *pending) addChannel(ch string) {
+	if p.channels == nil {
+		p.channels = map[string]bool{}
+	}
+	p.channels[ch] = true
 }
 
 func (p *pending) addThread(ref rm.Ref) {
@@ -133,6 +146,9 @@ func (p *pending) merge(o pending, now time.Time) {
 	for r := range o.threads {
 		p.addThread(r)
 	}
+	for ch := range o.channels {
+		p.addChannel(ch)
+	}
 	p.convs, p.ident, p.feed = p.convs || o.convs, p.ident || o.ident, p.feed || o.feed
 	if p.since.IsZero() || (!o.since.IsZero() && o.since.Before(p.since)) {
 		p.since = o.since
@@ -161,6 +177,9 @@ func New(o Options) *Projector {
 	}
 	if o.ProgressEvery <= 0 {
 		o.ProgressEvery = 10 * time.Second
+	}
+	if o.Gather <= 0 {
+		o.Gather = 100 * time.Millisecond
 	}
 	p := &Projector{o: o, wake: make(chan struct{}, 1)}
 	p.st = Status{Target: o.Target.Kind(), Name: o.Target.Name(), State: StateStarting}
@@ -227,7 +246,15 @@ func (p *Projector) Run(ctx context.Context) error {
 		backoff = time.Second
 		if idle {
 			p.sleep(ctx, p.o.Poll)
+			continue
 		}
+		// Let the next commits gather into the next batch.
+		t := time.NewTimer(p.o.Gather)
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+		t.Stop()
 	}
 	return nil
 }
@@ -385,6 +412,30 @@ func (p *Projector) applyBatch(ctx context.Context) (idle bool, err error) {
 				return rm.ErrStopIteration
 			})
 		}
+		for ch := range take.channels {
+			err := tx.Timeline(ch, "", "", func(m rm.Message) error {
+				refs := []rm.Ref{{Channel: ch, TS: m.TS}}
+				if !m.IsReply() {
+					replies, err := tx.Replies(ch, m.TS)
+					if err != nil {
+						return err
+					}
+					for _, r := range replies {
+						refs = append(refs, rm.Ref{Channel: ch, TS: r.TS})
+					}
+				}
+				for _, ref := range refs {
+					if !inBatch[ref] {
+						inBatch[ref] = true
+						keys = append(keys, ref)
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
 		for parent := range take.threads {
 			replies, err := tx.Replies(parent.Channel, parent.TS)
 			if err != nil {
@@ -449,7 +500,7 @@ func (p *Projector) applyBatch(ctx context.Context) (idle bool, err error) {
 		giveBack()
 		return false, err
 	}
-	requeue, threads, err := p.applyRows(ctx, b, keys, rows, userRows, absentUsers, convRows, convs)
+	requeue, threads, channels, err := p.applyRows(ctx, b, keys, rows, userRows, absentUsers, convRows, convs)
 	if err == nil {
 		if cursorAt == nil {
 			cursorAt = p.st.CursorAt
@@ -472,6 +523,9 @@ func (p *Projector) applyBatch(ctx context.Context) (idle bool, err error) {
 	for _, r := range threads {
 		p.pending.addThread(r)
 	}
+	for _, ch := range channels {
+		p.pending.addChannel(ch)
+	}
 	if !p.pending.empty() && p.pending.since.IsZero() {
 		p.pending.since = p.o.Now()
 	}
@@ -486,30 +540,31 @@ func (p *Projector) applyBatch(ctx context.Context) (idle bool, err error) {
 
 // applyRows writes one batch's rows and returns the messages to read again.
 func (p *Projector) applyRows(ctx context.Context, b *batch, keys []rm.Ref, rows map[rm.Ref]*messageRow,
-	userRows []userRow, absentUsers []string, convRows []conversationRow, convs bool) (requeue, threads []rm.Ref, err error) {
+	userRows []userRow, absentUsers []string, convRows []conversationRow, convs bool) (requeue, threads []rm.Ref, channels []string, err error) {
 	if convs {
-		renamed, err := b.applyConversations(ctx, convRows)
+		renamed, added, err := b.applyConversations(ctx, convRows)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
+		channels = added
 		refs, err := b.showing(ctx, MentionChannel, renamed)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		requeue = append(requeue, refs...)
 	}
 	relabeled, err := b.applyUsers(ctx, userRows, absentUsers, false)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	refs, err := b.showing(ctx, MentionUser, relabeled)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	requeue = append(requeue, refs...)
 	have, err := b.storedByRefs(ctx, keys)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	// A thread parent new to the projection brings in its replies, which were left
 	// out while it was missing (reader.message); one that leaves it takes them out.
@@ -522,12 +577,12 @@ func (p *Projector) applyRows(ctx context.Context, b *batch, keys []rm.Ref, rows
 		case row == nil && had:
 			replies, err := b.replies(ctx, k)
 			if err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 			requeue = append(requeue, replies...)
 		}
 	}
-	return requeue, threads, b.applyMessages(ctx, keys, rows, have)
+	return requeue, threads, channels, b.applyMessages(ctx, keys, rows, have)
 }
 
 // ErrNoTeam is returned by Sync for a store that has no team yet: no auth.test

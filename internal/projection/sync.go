@@ -107,7 +107,7 @@ func (p *Projector) Sync(ctx context.Context, rebuild bool) (err error) {
 			return err
 		}
 	}
-	if _, err := b.applyConversations(ctx, convRows); err != nil {
+	if _, _, err := b.applyConversations(ctx, convRows); err != nil {
 		return err
 	}
 	if _, err := b.applyUsers(ctx, userRows, nil, true); err != nil {

@@ -6,6 +6,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io/fs"
 	"net/url"
 	"os"
@@ -62,7 +63,14 @@ func (t *Target) Close() error { return t.db.Close() }
 // in WAL mode so that searches read while the projector writes, and migrates its
 // schema to this version's.
 func OpenSQLite(ctx context.Context, path string) (*Target, error) {
-	return openSQLite(ctx, path, false)
+	return openSQLite(ctx, path, false, false)
+}
+
+// OpenSQLiteNoSync is OpenSQLite with synchronous=OFF: a crash of the machine (not
+// of the process) can then lose or damage the file. Tests, benchmarks and the demo
+// only.
+func OpenSQLiteNoSync(ctx context.Context, path string) (*Target, error) {
+	return openSQLite(ctx, path, false, true)
 }
 
 // OpenSQLiteReader opens an existing SQLite projection read-only, for the commands
@@ -73,10 +81,10 @@ func OpenSQLiteReader(ctx context.Context, path string) (*Target, error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v (the daemon creates it when it starts)", ErrNoProjection, path, err)
 	}
-	return openSQLite(ctx, path, true)
+	return openSQLite(ctx, path, true, false)
 }
 
-func openSQLite(ctx context.Context, path string, readOnly bool) (*Target, error) {
+func openSQLite(ctx context.Context, path string, readOnly, noSync bool) (*Target, error) {
 	if readOnly {
 		q := url.Values{}
 		q.Add("_pragma", "busy_timeout(10000)")
@@ -103,7 +111,11 @@ func openSQLite(ctx context.Context, path string, readOnly bool) (*Target, error
 	}
 	_ = f.Close() // created with the mode we want; SQLite opens it itself
 	q := url.Values{}
-	for _, p := range []string{"journal_mode(WAL)", "busy_timeout(10000)", "synchronous(NORMAL)", "foreign_keys(OFF)"} {
+	sync := "synchronous(NORMAL)"
+	if noSync {
+		sync = "synchronous(OFF)"
+	}
+	for _, p := range []string{"journal_mode(WAL)", "busy_timeout(10000)", sync, "foreign_keys(OFF)"} {
 		q.Add("_pragma", p)
 	}
 	q.Set("_txlock", "immediate")
@@ -187,7 +199,11 @@ func (t *Target) migrate(ctx context.Context) error {
 	opts := []goose.ProviderOption{goose.WithTableName(migrationsTable), goose.WithDisableGlobalRegistry(true)}
 	if t.kind == KindPostgres {
 		dialect = goose.DialectPostgres
-		locker, err := lock.NewPostgresSessionLocker()
+		// One advisory lock per schema: daemons migrating the same schema wait for
+		// each other, those of other schemas do not.
+		h := fnv.New64a()
+		h.Write([]byte("slackpoll projection " + t.schema))
+		locker, err := lock.NewPostgresSessionLocker(lock.WithLockID(int64(h.Sum64() >> 1)))
 		if err != nil {
 			return err
 		}

@@ -11,6 +11,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,10 +42,26 @@ func DSN(t testing.TB) string {
 }
 
 // Schema returns the name of a new, empty schema of the test database, dropped when
-// the test ends.
+// the test ends, and the DSN to reach it with: commits there do not wait for the
+// server's disk (synchronous_commit off), as tests need no durability.
 func Schema(t testing.TB) (dsn, schema string) {
 	t.Helper()
 	dsn = DSN(t)
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		t.Fatalf("$%s: %v", EnvDSN, err)
+	}
+	if _, set := cfg.RuntimeParams["synchronous_commit"]; !set {
+		if strings.Contains(dsn, "://") {
+			sep := "?"
+			if strings.Contains(dsn, "?") {
+				sep = "&"
+			}
+			dsn += sep + "synchronous_commit=off"
+		} else {
+			dsn += " synchronous_commit=off"
+		}
+	}
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	schema = "t_" + hex.EncodeToString(b[:])
