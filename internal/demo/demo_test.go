@@ -135,7 +135,9 @@ func seedProjections(t *testing.T, dir string) []projection.Spec {
 	if os.Getenv(pgtest.EnvDSN) != "" || os.Getenv(pgtest.EnvRequired) == "required" {
 		dsn, schema := pgtest.Schema(t)
 		specs = append(specs, projection.Spec{Kind: projection.KindPostgres, Name: schema,
-			Open: func(ctx context.Context) (*projection.Target, error) { return projection.OpenPostgres(ctx, dsn, schema) }})
+			Open: func(ctx context.Context) (*projection.Target, error) {
+				return projection.OpenPostgres(ctx, dsn, schema)
+			}})
 	}
 	return specs
 }

@@ -95,9 +95,9 @@ type pending struct {
 	// before the conversation) are to be read.
 	channels map[string]bool
 	convs    bool
-	ident   bool
-	feed    bool
-	since   time.Time
+	ident    bool
+	feed     bool
+	since    time.Time
 }
 
 func (p *pending) empty() bool {
