@@ -148,6 +148,7 @@ type cmdCtx struct {
 	record     string
 	duration   string
 	seed       int64
+	postgres   string // demo --postgres
 	feed       feedFlags
 	search     searchFlags
 	live       demoLive // demo --listen: the explorable demo
@@ -189,6 +190,7 @@ var commands = []command{
 	{name: "demo", about: "Run the daemon against a built-in simulated Slack workspace; no token needed.", run: cmdDemo, flags: func(fs *pflag.FlagSet, c *cmdCtx) {
 		fs.StringVar(&c.duration, "duration", "30s", "how long the simulated workspace changes before the final comparison")
 		fs.Int64Var(&c.seed, "seed", 1, "seed of the generated workspace, its changes and faults")
+		fs.StringVar(&c.postgres, "postgres", "", "also project into this Postgres database (schema "+demoSchema+", emptied first), e.g. postgres://user:pw@127.0.0.1:5432/db")
 		c.live.flags(fs)
 	}, noConfig: true},
 	{name: "search", about: "Search the messages (full text, newest first) in the SQL projection.", args: "QUERY...", nargs: -1, argsOK: func(c *cmdCtx) error {

@@ -359,3 +359,19 @@ func (s *sqlString) Scan(v any) error {
 	}
 	return nil
 }
+
+// Reset empties the target: every row of every team (the demo's schema, before a
+// run).
+func (t *Target) Reset(ctx context.Context) error {
+	for _, table := range []string{"reactions", "reaction_counts", "mentions", "messages", "users", "conversations", "projection_state"} {
+		if _, err := t.db.ExecContext(ctx, "DELETE FROM "+table); err != nil {
+			return fmt.Errorf("projection: %s: emptying %s: %w", t.name, table, err)
+		}
+	}
+	if t.kind == KindSQLite {
+		if _, err := t.db.ExecContext(ctx, "DELETE FROM messages_fts"); err != nil {
+			return fmt.Errorf("projection: %s: emptying the search index: %w", t.name, err)
+		}
+	}
+	return nil
+}
