@@ -118,7 +118,12 @@ func cmdRun(ctx context.Context, c *cmdCtx) (err error) {
 	defer stopFeed() // deliveries in flight are abandoned; their lease frees the rows
 	d.watchHangup(ctx, c)
 	stopProj := d.runProjections(ctx)
-	defer stopProj() // a batch in flight is rolled back; the next start syncs
+	defer func() {
+		// What the last tick wrote, while the shutdown allows; the rest is synced by
+		// the next start.
+		d.drainProjections(context.Background(), runDrain)
+		stopProj()
+	}()
 	d.log.Info("slackpoll started", "store", d.cfg.Store.Path, "conversations", len(d.cfg.Conversations),
 		"discover", d.cfg.Discover, "interval", d.cfg.Tick.Interval, "rate_profile", d.cfg.Slack.RateProfile)
 	err = d.poller.Run(ctx)
@@ -137,7 +142,7 @@ func cmdOnce(ctx context.Context, c *cmdCtx) (err error) {
 	stopProj := d.runProjections(ctx)
 	defer stopProj()
 	_, err = d.poller.Tick(ctx)
-	d.drainProjections(ctx)
+	d.drainProjections(ctx, projectionDrain)
 	if d.deliverer != nil && err == nil {
 		d.deliverer.Sweep(ctx) // what the tick wrote to the outbox, once; the rest waits for run
 	}

@@ -38,17 +38,20 @@ func (d *daemon) runProjections(ctx context.Context) (stop func()) {
 }
 
 // projectionDrain bounds how long `once` waits for the projection to apply what its
-// tick wrote.
-const projectionDrain = time.Minute
+// tick wrote; runDrain how long `run` waits on SIGTERM, within its 5 s.
+const (
+	projectionDrain = time.Minute
+	runDrain        = 1500 * time.Millisecond
+)
 
-// drainProjections waits for the projectors to apply what the tick wrote, so that
-// `once` leaves the projection current; past projectionDrain (or a signal) it goes
-// on: the next start syncs what is left.
-func (d *daemon) drainProjections(ctx context.Context) {
-	ctx, cancel := context.WithTimeout(ctx, projectionDrain)
+// drainProjections waits up to d for the projectors to apply what the ticks wrote,
+// so that `once` (and a stopped `run`) leave the projection current; past it (or a
+// signal) it goes on: the next start syncs what is left.
+func (d *daemon) drainProjections(ctx context.Context, wait time.Duration) {
+	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	if err := d.proj.WaitIdle(ctx); err != nil {
-		d.log.Warn("projection: not current when once ended; the next start syncs it", "err", err)
+		d.log.Warn("projection: not current at exit; the next start syncs it", "err", err)
 	}
 }
 

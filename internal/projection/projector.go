@@ -495,6 +495,7 @@ func (p *Projector) applyBatch(ctx context.Context) (idle bool, err error) {
 		p.setState(StateCurrent, "")
 		return true, nil
 	}
+	p.o.Log.Debug("projection: applying a batch", "target", p.o.Target.Kind(), "changes", nChanges, "messages", len(keys), "cursor", cursor)
 	b, err := p.o.Target.begin(ctx, p.team, int64(cursor), p.o.Now())
 	if err != nil {
 		giveBack()
@@ -532,6 +533,8 @@ func (p *Projector) applyBatch(ctx context.Context) (idle bool, err error) {
 	p.mu.Unlock()
 	batch := Batch{Target: p.o.Target.Kind(), Cursor: cursor, Changes: nChanges, Keys: len(keys), Counts: b.stats, Took: p.o.Now().Sub(start)}
 	p.applied(batch, cursorAt)
+	p.o.Log.Debug("projection: applied a batch", "target", p.o.Target.Kind(), "cursor", cursor, "inserted", b.stats.Inserted,
+		"updated", b.stats.Updated, "touched", b.stats.Touched, "deleted", b.stats.Deleted, "took", batch.Took)
 	if p.o.OnBatch != nil {
 		p.o.OnBatch(batch)
 	}

@@ -160,12 +160,16 @@ func (r *Runner) RequestRebuild() int {
 }
 
 // WaitIdle waits until every target is open and its projector current, or ctx
-// ends (its error then, with what is not current).
+// ends (its error then, with what is not current). A target that failed to open is
+// not waited for: nothing can be applied to it.
 func (r *Runner) WaitIdle(ctx context.Context) error {
 	for {
 		r.mu.Lock()
 		busy := ""
 		for _, s := range r.slots {
+			if s.p == nil && s.err != nil {
+				continue
+			}
 			if s.p == nil || !s.p.Idle() {
 				busy = s.spec.Kind
 				break
