@@ -91,8 +91,12 @@ func TestProjectionSurvivesKills(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, open := range []func(context.Context) (*projection.Target, error){
-			func(ctx context.Context) (*projection.Target, error) { return projection.OpenSQLiteReader(ctx, sqlitePath) },
-			func(ctx context.Context) (*projection.Target, error) { return projection.OpenPostgresReader(ctx, dsn, schema) },
+			func(ctx context.Context) (*projection.Target, error) {
+				return projection.OpenSQLiteReader(ctx, sqlitePath)
+			},
+			func(ctx context.Context) (*projection.Target, error) {
+				return projection.OpenPostgresReader(ctx, dsn, schema)
+			},
 		} {
 			tg, err := open(context.Background())
 			if err != nil {
@@ -166,4 +170,3 @@ func (e *env) writeConfigWith(name, listen, extra, level string, noBudget bool) 
 	}
 	return path
 }
-
