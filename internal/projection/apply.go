@@ -263,14 +263,6 @@ func (b *batch) applyMessages(ctx context.Context, keys []rm.Ref, rows map[rm.Re
 	}
 	b.stats.Updated += replaced
 	b.stats.Touched += len(touch)
-	ids, err := b.newIDs(ctx, newRows)
-	if err != nil {
-		return err
-	}
-	for i, row := range newRows {
-		ftsWrite = append(ftsWrite, len(write))
-		write, writeIDs = append(write, row), append(writeIDs, ids[i])
-	}
 	b.stats.Inserted += len(newRows)
 
 	for _, table := range []string{"reactions", "reaction_counts", "mentions"} {
@@ -289,6 +281,14 @@ func (b *batch) applyMessages(ctx context.Context, keys []rm.Ref, rows map[rm.Re
 	if err := b.writeMessages(ctx, write, writeIDs); err != nil {
 		return err
 	}
+	ids, err := b.insertNew(ctx, newRows)
+	if err != nil {
+		return err
+	}
+	for i, row := range newRows {
+		ftsWrite = append(ftsWrite, len(write))
+		write, writeIDs = append(write, row), append(writeIDs, ids[i])
+	}
 	if b.t.kind == KindSQLite && len(ftsWrite) > 0 {
 		fts := make([][]any, len(ftsWrite))
 		for i, w := range ftsWrite {
@@ -301,29 +301,46 @@ func (b *batch) applyMessages(ctx context.Context, keys []rm.Ref, rows map[rm.Re
 	return b.touchMessages(ctx, touch)
 }
 
-// writeMessages inserts rows (with their ids), their reactions and mentions.
-func (b *batch) writeMessages(ctx context.Context, rows []*messageRow, ids []int64) error {
-	if len(rows) == 0 {
-		return nil
+// messageValues is a row's values for messageCols (and search, for Postgres).
+func (b *batch) messageValues(r *messageRow, id int64) []any {
+	v := []any{
+		id, b.team, r.Channel, string(r.TS), b.t.timeArg(&r.PostedAt), nullString(string(r.ThreadTS)), r.IsReply,
+		nullString(r.UserID), r.UserLabel, nullString(r.BotID), nullString(r.Subtype), r.Text, r.SearchText,
+		nullString(r.EditedUser), nullString(string(r.EditedTS)), r.Deleted, b.t.timeArg(r.MissingSince), r.Own,
+		nullString(r.Record), r.Watched, r.Tracked, r.ReplyCount, nullString(string(r.LatestReply)),
+		nullString(string(r.ReplyWatermark)), b.t.timeArg(r.LastPolledAt), b.t.timeArg(r.ThreadSyncedAt),
+		b.seq, b.t.timeArg(&b.now), r.ContentHash, r.TextHash,
 	}
-	cols := messageCols
 	if b.t.kind == KindPostgres {
-		cols = append(append([]string(nil), messageCols...), "search")
+		v = append(v, tsvector(r.tokens))
 	}
-	var msgs, reacts, counts, ments [][]any
+	return v
+}
+
+func (b *batch) messageColumns() []string {
+	if b.t.kind == KindPostgres {
+		return append(append([]string(nil), messageCols...), "search")
+	}
+	return messageCols
+}
+
+// writeMessages inserts rows with the ids they had (replaced rows), and the
+// dependents of every row.
+func (b *batch) writeMessages(ctx context.Context, rows []*messageRow, ids []int64) error {
+	msgs := make([][]any, len(rows))
 	for i, r := range rows {
-		v := []any{
-			ids[i], b.team, r.Channel, string(r.TS), b.t.timeArg(&r.PostedAt), nullString(string(r.ThreadTS)), r.IsReply,
-			nullString(r.UserID), r.UserLabel, nullString(r.BotID), nullString(r.Subtype), r.Text, r.SearchText,
-			nullString(r.EditedUser), nullString(string(r.EditedTS)), r.Deleted, b.t.timeArg(r.MissingSince), r.Own,
-			nullString(r.Record), r.Watched, r.Tracked, r.ReplyCount, nullString(string(r.LatestReply)),
-			nullString(string(r.ReplyWatermark)), b.t.timeArg(r.LastPolledAt), b.t.timeArg(r.ThreadSyncedAt),
-			b.seq, b.t.timeArg(&b.now), r.ContentHash, r.TextHash,
-		}
-		if b.t.kind == KindPostgres {
-			v = append(v, tsvector(r.tokens))
-		}
-		msgs = append(msgs, v)
+		msgs[i] = b.messageValues(r, ids[i])
+	}
+	if err := b.insertRows(ctx, "messages", b.messageColumns(), msgs); err != nil {
+		return err
+	}
+	return b.writeDependents(ctx, rows)
+}
+
+// writeDependents inserts the reactions, reaction counts and mentions of rows.
+func (b *batch) writeDependents(ctx context.Context, rows []*messageRow) error {
+	var reacts, counts, ments [][]any
+	for _, r := range rows {
 		for _, ru := range r.reactionUsers() {
 			reacts = append(reacts, []any{b.team, r.Channel, string(r.TS), ru[0], ru[1]})
 		}
@@ -334,9 +351,6 @@ func (b *batch) writeMessages(ctx context.Context, rows []*messageRow, ids []int
 			ments = append(ments, []any{b.team, r.Channel, string(r.TS), m.Kind, m.Target})
 		}
 	}
-	if err := b.insertRows(ctx, "messages", cols, msgs); err != nil {
-		return err
-	}
 	if err := b.insertRows(ctx, "reactions", []string{"team_id", "channel", "ts", "reaction", "user_id"}, reacts); err != nil {
 		return err
 	}
@@ -344,6 +358,64 @@ func (b *batch) writeMessages(ctx context.Context, rows []*messageRow, ids []int
 		return err
 	}
 	return b.insertRows(ctx, "mentions", []string{"team_id", "channel", "ts", "kind", "target"}, ments)
+}
+
+// insertNew inserts rows new to the projection and their dependents, and returns
+// their ids: messageID, or — when another row holds it (two messages of one
+// microsecond in conversations that pick the same slot) — the next free slot of the
+// same microsecond. The database's primary key says which are free: an insert that
+// conflicts on id inserts nothing and is tried again one slot on.
+func (b *batch) insertNew(ctx context.Context, rows []*messageRow) ([]int64, error) {
+	ids := make([]int64, len(rows))
+	todo := make([]int, len(rows))
+	for i, r := range rows {
+		ids[i] = messageID(b.team, r.Channel, r.TS)
+		todo[i] = i
+	}
+	cols := b.messageColumns()
+	for attempt := 0; len(todo) > 0; attempt++ {
+		if attempt == idSlots {
+			return nil, fmt.Errorf("projection: more than %d messages with ts %s", idSlots, rows[todo[0]].TS)
+		}
+		var next []int
+		for len(todo) > 0 {
+			n := min(len(todo), chunkRows)
+			args := make([]any, 0, n*len(cols))
+			for _, i := range todo[:n] {
+				args = append(args, b.messageValues(rows[i], ids[i])...)
+			}
+			rs, err := b.query(ctx, "INSERT INTO messages ("+strings.Join(cols, ", ")+") VALUES "+values(n, len(cols))+
+				" ON CONFLICT (id) DO NOTHING RETURNING id", args...)
+			if err != nil {
+				return nil, err
+			}
+			inserted := map[int64]bool{}
+			for rs.Next() {
+				var id int64
+				if err := rs.Scan(&id); err != nil {
+					rs.Close()
+					return nil, err
+				}
+				inserted[id] = true
+			}
+			rs.Close()
+			if err := rs.Err(); err != nil {
+				return nil, err
+			}
+			for _, i := range todo[:n] {
+				if !inserted[ids[i]] {
+					base := ids[i] - ids[i]%idSlots
+					ids[i] = base + (ids[i]+1-base)%idSlots
+					next = append(next, i)
+				} else {
+					delete(inserted, ids[i]) // two new rows of one id: the second moves on
+				}
+			}
+			todo = todo[n:]
+		}
+		todo = next
+	}
+	return ids, b.writeDependents(ctx, rows)
 }
 
 // touchMessages sets the read times of rows whose content did not change, one
@@ -365,65 +437,4 @@ func (b *batch) touchMessages(ctx context.Context, touch [][]any) error {
 		touch = touch[n:]
 	}
 	return nil
-}
-
-// newIDs picks the ids of new rows: messageID, or the next free slot of the same
-// microsecond when another row (held or new in this batch) has it.
-func (b *batch) newIDs(ctx context.Context, rows []*messageRow) ([]int64, error) {
-	if len(rows) == 0 {
-		return nil, nil
-	}
-	ids := make([]int64, len(rows))
-	taken := map[int64]bool{}
-	var candidates []int64
-	for i, r := range rows {
-		ids[i] = messageID(b.team, r.Channel, r.TS)
-		candidates = append(candidates, ids[i])
-	}
-	// A slot is taken by a row of another key: read which of the candidates are.
-	for len(candidates) > 0 {
-		n := min(len(candidates), chunkRows)
-		args := make([]any, n)
-		for i, id := range candidates[:n] {
-			args[i] = id
-		}
-		rs, err := b.query(ctx, "SELECT id FROM messages WHERE id IN ("+strings.TrimSuffix(strings.Repeat("?, ", n), ", ")+")", args...)
-		if err != nil {
-			return nil, err
-		}
-		for rs.Next() {
-			var id int64
-			if err := rs.Scan(&id); err != nil {
-				rs.Close()
-				return nil, err
-			}
-			taken[id] = true
-		}
-		rs.Close()
-		if err := rs.Err(); err != nil {
-			return nil, err
-		}
-		candidates = candidates[n:]
-	}
-	for i := range ids {
-		base := ids[i] - ids[i]%idSlots
-		for n := 0; taken[ids[i]]; n++ {
-			if n == idSlots {
-				return nil, fmt.Errorf("projection: more than %d messages with ts %s", idSlots, rows[i].TS)
-			}
-			ids[i] = base + (ids[i]+1-base)%idSlots
-			if !taken[ids[i]] {
-				// A probed slot may be held by a row not among the candidates.
-				var one int
-				err := b.tx.QueryRowContext(ctx, b.t.q("SELECT 1 FROM messages WHERE id = ?"), ids[i]).Scan(&one)
-				if err == nil {
-					taken[ids[i]] = true
-				} else if err != sql.ErrNoRows {
-					return nil, err
-				}
-			}
-		}
-		taken[ids[i]] = true
-	}
-	return ids, nil
 }

@@ -2,6 +2,8 @@ package projection_test
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -94,3 +96,5 @@ func verify(t testing.TB, s rm.Store, tg *projection.Target) projection.VerifyRe
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func slogDiscard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

@@ -248,6 +248,9 @@ func (p *Projector) Run(ctx context.Context) error {
 			p.sleep(ctx, p.o.Poll)
 			continue
 		}
+		if p.backlog() {
+			continue // a full batch: more is waiting already
+		}
 		// Let the next commits gather into the next batch.
 		t := time.NewTimer(p.o.Gather)
 		select {
@@ -312,6 +315,14 @@ func (p *Projector) readTeam() (string, error) {
 		return err
 	})
 	return team, err
+}
+
+// backlog reports whether the last batch was full: more keys are pending than a
+// batch takes, or the feed holds more changes after the cursor.
+func (p *Projector) backlog() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.pending.order) >= p.o.BatchKeys || p.st.LastSeq > p.cursor
 }
 
 // applyBatch applies the feed's changes after the cursor (at most BatchChanges) and

@@ -155,6 +155,9 @@ func (p *Projector) Sync(ctx context.Context, rebuild bool) (err error) {
 	if err := b.commit(); err != nil {
 		return err
 	}
+	if err := p.o.Target.analyze(ctx); err != nil {
+		p.o.Log.Warn("projection: updating the planner's statistics failed", "target", p.o.Target.Kind(), "err", err)
+	}
 	p.cursor, p.synced = last, true
 	p.setFeed(last, time.Time{})
 	batch := Batch{Target: p.o.Target.Kind(), Sync: true, Rebuild: rebuild, Cursor: last, Keys: done, Counts: b.stats, Took: p.o.Now().Sub(start)}

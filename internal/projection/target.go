@@ -115,7 +115,9 @@ func openSQLite(ctx context.Context, path string, readOnly, noSync bool) (*Targe
 	if noSync {
 		sync = "synchronous(OFF)"
 	}
-	for _, p := range []string{"journal_mode(WAL)", "busy_timeout(10000)", sync, "foreign_keys(OFF)"} {
+	// A 64 MiB page cache (the default is 2 MiB) keeps a batch's index pages in
+	// memory; statement journals in memory too.
+	for _, p := range []string{"journal_mode(WAL)", "busy_timeout(10000)", sync, "foreign_keys(OFF)", "cache_size(-65536)", "temp_store(MEMORY)"} {
 		q.Add("_pragma", p)
 	}
 	q.Set("_txlock", "immediate")
@@ -374,4 +376,17 @@ func (t *Target) Reset(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// analyze refreshes the query planner's statistics after a sync wrote many rows,
+// so that the batches after it are planned on the table as it is (Postgres plans
+// on statistics an autovacuum may not have refreshed yet; SQLite's optimize
+// analyzes what needs it).
+func (t *Target) analyze(ctx context.Context) error {
+	q := "PRAGMA optimize"
+	if t.kind == KindPostgres {
+		q = "ANALYZE messages, reactions, reaction_counts, mentions, users, conversations"
+	}
+	_, err := t.db.ExecContext(ctx, q)
+	return err
 }

@@ -17,13 +17,13 @@ import (
 //     is one token, folded: NFKC, lower case, Latin diacritics removed ("Café" → "cafe");
 //   - a run of Chinese, Japanese or Korean characters, which no space separates, is
 //     indexed as its overlapping pairs of characters followed by its last character
-//     alone ("東京都" → "東京" "京都" "都"), so that any substring of a run, one
-//     character long or more, is a phrase of the index: "京都" is found as the phrase
-//     "京都" "都*".
+//     alone ("東京都" → "東京" "京都" "都"), so that any substring of a run is a
+//     phrase of the index: "京都" is the pair "京都", "東京都" the phrase "東京"
+//     "京都", and one character the prefix "京*" (pairs it starts, or a run's end).
 //
 // A query is a list of chunks separated by spaces ("quoted text" is one chunk); each
-// chunk is the phrase of its tokens, the last one matched as a prefix (a word of at
-// least minPrefix bytes, or a CJK character alone); every chunk must match.
+// chunk is the phrases of its runs of words and of CJK characters (compile); every
+// phrase must match.
 
 // token is one indexed unit of a text: its folded text and the bytes of the source
 // text it came from.
@@ -31,6 +31,8 @@ type token struct {
 	text       string
 	start, end int
 	cjk        bool
+	// runEnd marks a CJK run's last character, indexed alone after its pairs.
+	runEnd bool
 }
 
 // maxTokenLen bounds a word token (a URL without separators, a base64 blob):
@@ -106,7 +108,7 @@ func tokenize(text string) []token {
 			out = append(out, token{text: run[i] + run[i+1], start: runPos[i][0], end: runPos[i+1][1], cjk: true})
 		}
 		if n := len(run); n > 0 {
-			out = append(out, token{text: run[n-1], start: runPos[n-1][0], end: runPos[n-1][1], cjk: true})
+			out = append(out, token{text: run[n-1], start: runPos[n-1][0], end: runPos[n-1][1], cjk: true, runEnd: true})
 		}
 		run, runPos = run[:0], runPos[:0]
 	}
@@ -170,26 +172,58 @@ const (
 // without a letter or digit, or too long.
 var ErrBadQuery = errors.New("bad search query")
 
-// compile parses q (see the package's search rules).
+// compile parses q (see the package's search rules): each chunk is cut into
+// phrases, one per run of words (the last word matched as a prefix when it has at
+// least minPrefix bytes) and one per CJK run: its pairs of characters, which hold any
+// substring of two characters or more; a single CJK character is matched as the
+// prefix of the pairs it starts (and of a run's last character).
 func compile(q string) (compiled, error) {
 	if len(q) > MaxQueryLen {
 		return compiled{}, fmt.Errorf("%w: longer than %d bytes", ErrBadQuery, MaxQueryLen)
 	}
 	var c compiled
 	n := 0
+	add := func(p phrase) {
+		if len(p.tokens) > 0 {
+			n += len(p.tokens)
+			c.phrases = append(c.phrases, p)
+		}
+	}
 	for _, chunk := range chunks(q) {
 		toks := tokenize(chunk)
-		if len(toks) == 0 {
-			continue
+		var words phrase
+		var run []string // a CJK run's pairs, then its last character
+		flushWords := func() {
+			if k := len(words.tokens); k > 0 {
+				words.prefix = len(words.tokens[k-1]) >= minPrefix
+				add(words)
+			}
+			words = phrase{}
 		}
-		p := phrase{}
+		flushRun := func() {
+			switch len(run) {
+			case 0:
+			case 1:
+				add(phrase{tokens: run, prefix: true})
+			default:
+				add(phrase{tokens: run[:len(run)-1]}) // the pairs
+			}
+			run = nil
+		}
 		for _, t := range toks {
-			p.tokens = append(p.tokens, t.text)
+			if !t.cjk {
+				flushRun()
+				words.tokens = append(words.tokens, t.text)
+				continue
+			}
+			flushWords()
+			run = append(run, t.text)
+			if t.runEnd {
+				flushRun()
+			}
 		}
-		last := toks[len(toks)-1]
-		p.prefix = last.cjk || len(last.text) >= minPrefix
-		n += len(p.tokens)
-		c.phrases = append(c.phrases, p)
+		flushWords()
+		flushRun()
 	}
 	if len(c.phrases) == 0 {
 		return c, fmt.Errorf("%w: %q has no letter or digit to search for", ErrBadQuery, q)
@@ -282,5 +316,7 @@ func tsvector(toks []token) string {
 // lexeme quotes a token for tsvector and tsquery input: tokens hold letters, digits
 // and marks only, but the quoting rule is applied whole all the same.
 func lexeme(t string) string {
-	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `''`).Replace(t) + "'"
+	return "'" + lexemeQuote.Replace(t) + "'"
 }
+
+var lexemeQuote = strings.NewReplacer(`\`, `\\`, `'`, `''`)
