@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-		"testing"
+	"testing"
 	"time"
 
 	boltstore "github.com/slackpoll/slackpoll/internal/bolt"
