@@ -344,7 +344,7 @@ func (v *validator) projection() {
 	}
 	p := v.c.Projection
 	for i, r := range p.Postgres.Schema {
-		if !(r == '_' || 'a' <= r && r <= 'z' || i > 0 && '0' <= r && r <= '9') {
+		if ok := r == '_' || 'a' <= r && r <= 'z' || i > 0 && '0' <= r && r <= '9'; !ok {
 			v.fail("projection.postgres.schema", "%q is not allowed: want lower-case letters, digits and _, starting with a letter (e.g. slackpoll)", p.Postgres.Schema)
 			return
 		}

@@ -22,12 +22,9 @@ type batch struct {
 	team string
 	// seq is the feed seq the projection reaches with this transaction; a row whose
 	// content changes in it gets changed_seq = seq and changed_at = now.
-	seq int64
-	now time.Time
-	// requeue are the messages to read again: a user or conversation renamed
-	// changes the label and the rendered text of the messages that show it.
-	requeue []rm.Ref
-	stats   Counts
+	seq   int64
+	now   time.Time
+	stats Counts
 }
 
 // Counts say what a batch or a sync wrote.
@@ -145,7 +142,7 @@ type stored struct {
 const storedCols = "id, channel, ts, content_hash, text_hash, last_polled_at, thread_synced_at"
 
 func scanStored(rows *sql.Rows, into map[rm.Ref]stored) error {
-	defer rows.Close()
+	defer func() { _ = rows.Close() }()
 	for rows.Next() {
 		var s stored
 		var ch, ts string
@@ -180,23 +177,13 @@ func (b *batch) storedByRefs(ctx context.Context, refs []rm.Ref) (map[rm.Ref]sto
 	return out, nil
 }
 
-// storedByChannel reads what the projection holds of one conversation.
-func (b *batch) storedByChannel(ctx context.Context, channel string) (map[rm.Ref]stored, error) {
-	out := map[rm.Ref]stored{}
-	rows, err := b.query(ctx, "SELECT "+storedCols+" FROM messages WHERE team_id = ? AND channel = ?", b.team, channel)
-	if err != nil {
-		return nil, err
-	}
-	return out, scanStored(rows, out)
-}
-
 // storedChannels lists the conversations the projection holds messages of.
 func (b *batch) storedChannels(ctx context.Context) ([]string, error) {
 	rows, err := b.query(ctx, "SELECT DISTINCT channel FROM messages WHERE team_id = ?", b.team)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
+	defer func() { _ = rows.Close() }()
 	var out []string
 	for rows.Next() {
 		var ch string
@@ -393,12 +380,12 @@ func (b *batch) insertNew(ctx context.Context, rows []*messageRow) ([]int64, err
 			for rs.Next() {
 				var id int64
 				if err := rs.Scan(&id); err != nil {
-					rs.Close()
+					_ = rs.Close()
 					return nil, err
 				}
 				inserted[id] = true
 			}
-			rs.Close()
+			_ = rs.Close()
 			if err := rs.Err(); err != nil {
 				return nil, err
 			}

@@ -113,10 +113,10 @@ func buildStoreT(b testing.TB, n, channels int) (*boltstore.Store, *projection.W
 				k := i / channels
 				m := rm.Message{Channel: ch, TS: rm.TS(fmt.Sprintf("%d.%06d", 1600000000+k*10, i%channels)),
 					User: fmt.Sprintf("U%08d", c.rng.IntN(200)), Text: c.text(), LastPolledAt: &polled}
-				switch {
-				case k%20 == 0:
+				switch k % 20 {
+				case 0:
 					m.ThreadTS, m.ReplyCount, m.LatestReply, m.ReplyWatermark = m.TS, 1, rm.TS(fmt.Sprintf("%d.%06d", 1600000000+k*10+1, i%channels)), rm.TS(fmt.Sprintf("%d.%06d", 1600000000+k*10+1, i%channels))
-				case k%20 == 1:
+				case 1:
 					m.ThreadTS = rm.TS(fmt.Sprintf("%d.%06d", 1600000000+(k-1)*10, i%channels))
 					m.TS = rm.TS(fmt.Sprintf("%d.%06d", 1600000000+(k-1)*10+1, i%channels))
 				}

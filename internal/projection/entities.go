@@ -39,13 +39,13 @@ func (b *batch) applyUsers(ctx context.Context, rows []userRow, absent []string,
 		var le sqlString
 		var fetched sqlTime
 		if err := rs.Scan(&u.ID, &u.DisplayName, &u.RealName, &u.Label, &u.Deleted, &le, &fetched); err != nil {
-			rs.Close()
+			_ = rs.Close()
 			return nil, err
 		}
 		u.LookupError, u.FetchedAt = le.s, fetched.t
 		have[u.ID] = u
 	}
-	rs.Close()
+	_ = rs.Close()
 	if err := rs.Err(); err != nil {
 		return nil, err
 	}
@@ -124,13 +124,13 @@ func (b *batch) applyConversations(ctx context.Context, rows []conversationRow) 
 		var scope sqlString
 		var swept sqlTime
 		if err := rs.Scan(&c.ID, &c.Name, &c.Type, &c.Status, &scope, &c.IsArchived, &c.Discovered, &swept); err != nil {
-			rs.Close()
+			_ = rs.Close()
 			return nil, nil, err
 		}
 		c.NeededScope, c.LastSweptAt = scope.s, swept.t
 		have[c.ID] = c
 	}
-	rs.Close()
+	_ = rs.Close()
 	if err := rs.Err(); err != nil {
 		return nil, nil, err
 	}
@@ -195,12 +195,12 @@ func (b *batch) showing(ctx context.Context, kind string, ids []string) ([]rm.Re
 		for rs.Next() {
 			var ch, ts string
 			if err := rs.Scan(&ch, &ts); err != nil {
-				rs.Close()
+				_ = rs.Close()
 				return nil, err
 			}
 			out = append(out, rm.Ref{Channel: ch, TS: rm.TS(ts)})
 		}
-		rs.Close()
+		_ = rs.Close()
 		if err := rs.Err(); err != nil {
 			return nil, err
 		}
@@ -251,7 +251,7 @@ func (b *batch) replies(ctx context.Context, parent rm.Ref) ([]rm.Ref, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer rs.Close()
+	defer func() { _ = rs.Close() }()
 	var out []rm.Ref
 	for rs.Next() {
 		var ts string

@@ -48,8 +48,6 @@ type messageRow struct {
 	TextHash    int64
 }
 
-func (r *messageRow) ref() rm.Ref { return rm.Ref{Channel: r.Channel, TS: r.TS} }
-
 // userRow is one row of the users table.
 type userRow struct {
 	ID          string

@@ -180,7 +180,7 @@ func (t *Target) Search(ctx context.Context, team string, q Query, f Freshness) 
 	if err != nil {
 		return Page{}, fmt.Errorf("projection: %s: search: %w", t.name, err)
 	}
-	defer rs.Close()
+	defer func() { _ = rs.Close() }()
 	page := Page{Items: []Hit{}}
 	var lastID int64
 	for rs.Next() {

@@ -256,7 +256,7 @@ func TestSearchFindsRealMessages(t *testing.T) {
 			}
 			tried++
 			sec := m.TS[:strings.IndexByte(string(m.TS), '.')]
-			var before rm.TS = rm.TS(fmt.Sprintf("%d.000000", mustAtoi(t, string(sec))+1))
+			before := rm.TS(fmt.Sprintf("%d.000000", mustAtoi(t, string(sec))+1))
 			page := search(t, tg, projection.Query{Q: word, Channel: m.Channel, After: rm.TS(fmt.Sprintf("%d.999999", mustAtoi(t, string(sec))-1)), Before: before, Limit: 100})
 			if slices.Contains(hitTSs(page), string(m.TS)) {
 				found++

@@ -288,13 +288,13 @@ func (p *Projector) pruneRows(ctx context.Context, b *batch, ch string, checkSto
 		for rs.Next() {
 			var ts string
 			if err := rs.Scan(&ts); err != nil {
-				rs.Close()
+				_ = rs.Close()
 				return err
 			}
 			refs = append(refs, rm.Ref{Channel: ch, TS: rm.TS(ts)})
 			after = ts
 		}
-		rs.Close()
+		_ = rs.Close()
 		if err := rs.Err(); err != nil {
 			return err
 		}

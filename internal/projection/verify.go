@@ -113,7 +113,7 @@ func distinct(ctx context.Context, t *Target, q string, args ...any) ([]string, 
 	if err != nil {
 		return nil, err
 	}
-	defer rs.Close()
+	defer func() { _ = rs.Close() }()
 	var out []string
 	for rs.Next() {
 		var s string
@@ -136,13 +136,13 @@ func verifyConversations(ctx context.Context, t *Target, rep *VerifyReport, want
 		var scope sqlString
 		var swept sqlTime
 		if err := rs.Scan(&c.ID, &c.Name, &c.Type, &c.Status, &scope, &c.IsArchived, &c.Discovered, &swept); err != nil {
-			rs.Close()
+			_ = rs.Close()
 			return err
 		}
 		c.NeededScope, c.LastSweptAt = scope.s, swept.t
 		got[c.ID] = c
 	}
-	rs.Close()
+	_ = rs.Close()
 	if err := rs.Err(); err != nil {
 		return err
 	}
@@ -176,13 +176,13 @@ func verifyUsers(ctx context.Context, t *Target, rep *VerifyReport, want []userR
 		var le sqlString
 		var f sqlTime
 		if err := rs.Scan(&u.ID, &u.DisplayName, &u.RealName, &u.Label, &u.Deleted, &le, &f); err != nil {
-			rs.Close()
+			_ = rs.Close()
 			return err
 		}
 		u.LookupError, u.FetchedAt = le.s, f.t
 		got[u.ID] = u
 	}
-	rs.Close()
+	_ = rs.Close()
 	if err := rs.Err(); err != nil {
 		return err
 	}
@@ -231,7 +231,7 @@ func wantMessage(tx rm.Tx, m *rm.Message, n Names) ([]string, error) {
 		}
 		return s
 	}
-	var eu, ets string = "null", "null"
+	eu, ets := "null", "null"
 	if m.Edited != nil {
 		eu, ets = str(m.Edited.User), ts(m.Edited.TS)
 	}
@@ -311,7 +311,7 @@ func verifyChannel(ctx context.Context, tx rm.Tx, t *Target, rep *VerifyReport, 
 		)
 		if err := rs.Scan(&tsv, &thread, &isReply, &user, &label, &bot, &sub, &text, &search, &eu, &ets, &deleted, &missing,
 			&own, &rec, &watched, &tracked, &replyCount, &latest, &watermark, &polled, &synced, &posted); err != nil {
-			rs.Close()
+			_ = rs.Close()
 			return err
 		}
 		null := func(s sqlString) string {
@@ -330,7 +330,7 @@ func verifyChannel(ctx context.Context, tx rm.Tx, t *Target, rep *VerifyReport, 
 			"last_polled_at=" + fmtTime(polled.t), "thread_synced_at=" + fmtTime(synced.t), "posted_at=" + fmtTime(posted.t),
 		}
 	}
-	rs.Close()
+	_ = rs.Close()
 	if err := rs.Err(); err != nil {
 		return err
 	}
@@ -376,12 +376,12 @@ func compareSet(ctx context.Context, t *Target, rep *VerifyReport, ch, what, q s
 	for rs.Next() {
 		var a, b, c string
 		if err := rs.Scan(&a, &b, &c); err != nil {
-			rs.Close()
+			_ = rs.Close()
 			return err
 		}
 		got[a+" "+b+" "+c] = true
 	}
-	rs.Close()
+	_ = rs.Close()
 	if err := rs.Err(); err != nil {
 		return err
 	}
@@ -424,7 +424,7 @@ func verifyIndex(ctx context.Context, t *Target, rep *VerifyReport) error {
 	if err != nil {
 		return err
 	}
-	defer rs.Close()
+	defer func() { _ = rs.Close() }()
 	for rs.Next() {
 		var ch, ts, text, vec string
 		if err := rs.Scan(&ch, &ts, &text, &vec); err != nil {

@@ -74,7 +74,7 @@ func Schema(t testing.TB) (dsn, schema string) {
 	_ = db.Close()
 	t.Cleanup(func() {
 		db := open(t, dsn)
-		defer db.Close()
+		defer func() { _ = db.Close() }()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		if _, err := db.ExecContext(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
