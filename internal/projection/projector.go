@@ -291,7 +291,9 @@ func (p *Projector) step(ctx context.Context) (idle bool, err error) {
 			return true, nil
 		}
 		if team != p.team {
+			p.mu.Lock()
 			p.team, p.synced = team, false
+			p.mu.Unlock()
 		}
 	}
 	if !p.synced || rebuild {
@@ -498,7 +500,9 @@ func (p *Projector) applyBatch(ctx context.Context) (idle bool, err error) {
 		giveBack()
 		p.o.Log.Warn("projection: the change feed no longer holds the changes after the projection's cursor (behind changes.retention, or the store was restored): syncing from the store",
 			"target", p.o.Target.Kind(), "cursor", p.cursor, "oldest", oldest, "last", last)
+		p.mu.Lock()
 		p.synced = false
+		p.mu.Unlock()
 		return false, nil
 	}
 	p.setFeed(last, firstPending)
@@ -527,8 +531,8 @@ func (p *Projector) applyBatch(ctx context.Context) (idle bool, err error) {
 		giveBack()
 		return false, err
 	}
-	p.cursor = cursor
 	p.mu.Lock()
+	p.cursor = cursor
 	for _, r := range requeue {
 		p.pending.addMsg(r)
 	}

@@ -23,12 +23,16 @@ const syncChunk = 2000
 // logged every ProgressEvery. It fails with ErrNoTeam when the store has no team.
 func (p *Projector) Sync(ctx context.Context, rebuild bool) (err error) {
 	if p.team == "" {
-		if p.team, err = p.readTeam(); err != nil {
+		team, err := p.readTeam()
+		if err != nil {
 			return err
 		}
-		if p.team == "" {
+		if team == "" {
 			return ErrNoTeam
 		}
+		p.mu.Lock()
+		p.team = team
+		p.mu.Unlock()
 	}
 	start := p.o.Now()
 	var (
@@ -158,7 +162,9 @@ func (p *Projector) Sync(ctx context.Context, rebuild bool) (err error) {
 	if err := p.o.Target.analyze(ctx); err != nil {
 		p.o.Log.Warn("projection: updating the planner's statistics failed", "target", p.o.Target.Kind(), "err", err)
 	}
+	p.mu.Lock()
 	p.cursor, p.synced = last, true
+	p.mu.Unlock()
 	p.setFeed(last, time.Time{})
 	batch := Batch{Target: p.o.Target.Kind(), Sync: true, Rebuild: rebuild, Cursor: last, Keys: done, Counts: b.stats, Took: p.o.Now().Sub(start)}
 	p.applied(batch, lastAt)
