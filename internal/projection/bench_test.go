@@ -136,17 +136,15 @@ func buildStoreT(b testing.TB, n, channels int) (*boltstore.Store, *projection.W
 	return s, w
 }
 
-func benchTargets(b *testing.B) map[string]func(b *testing.B) *projection.Target {
-	return map[string]func(b *testing.B) *projection.Target{
-		projection.KindSQLite: func(b *testing.B) *projection.Target {
-			tg, err := projection.OpenSQLite(context.Background(), filepath.Join(b.TempDir(), "bench.sqlite"))
-			if err != nil {
-				b.Fatal(err)
+// eachBenchTarget runs fn once per target kind. Postgres commits wait for its disk
+// here (synchronous_commit on), as in production.
+func eachBenchTarget(b *testing.B, fn func(b *testing.B, tg *projection.Target)) {
+	for _, kind := range []string{projection.KindSQLite, projection.KindPostgres} {
+		b.Run(kind, func(b *testing.B) {
+			if kind == projection.KindSQLite {
+				fn(b, openTarget(b, kind))
+				return
 			}
-			b.Cleanup(func() { _ = tg.Close() })
-			return tg
-		},
-		projection.KindPostgres: func(b *testing.B) *projection.Target {
 			if os.Getenv(pgtest.EnvDSN) == "" {
 				b.Skip("no Postgres")
 			}
@@ -156,14 +154,8 @@ func benchTargets(b *testing.B) map[string]func(b *testing.B) *projection.Target
 				b.Fatal(err)
 			}
 			b.Cleanup(func() { _ = tg.Close() })
-			return tg
-		},
-	}
-}
-
-func eachBenchTarget(b *testing.B, fn func(b *testing.B, tg *projection.Target)) {
-	for _, kind := range []string{projection.KindSQLite, projection.KindPostgres} {
-		b.Run(kind, func(b *testing.B) { fn(b, benchTargets(b)[kind](b)) })
+			fn(b, tg)
+		})
 	}
 }
 

@@ -14,8 +14,8 @@ import (
 // all is set: every user the projection holds that rows lacks). It returns the IDs
 // whose label changed (or that were new): their messages show the label.
 func (b *batch) applyUsers(ctx context.Context, rows []userRow, absent []string, all bool) ([]string, error) {
-	have := map[string]userRow{}
-	q := "SELECT user_id, display_name, real_name, label, deleted, lookup_error, fetched_at FROM users WHERE team_id = ?"
+	var have map[string]userRow
+	q := "SELECT " + userCols + " FROM users WHERE team_id = ?"
 	args := []any{b.team}
 	if !all {
 		ids := append([]string(nil), absent...)
@@ -34,19 +34,7 @@ func (b *batch) applyUsers(ctx context.Context, rows []userRow, absent []string,
 	if err != nil {
 		return nil, err
 	}
-	for rs.Next() {
-		var u userRow
-		var le sqlString
-		var fetched sqlTime
-		if err := rs.Scan(&u.ID, &u.DisplayName, &u.RealName, &u.Label, &u.Deleted, &le, &fetched); err != nil {
-			_ = rs.Close()
-			return nil, err
-		}
-		u.LookupError, u.FetchedAt = le.s, fetched.t
-		have[u.ID] = u
-	}
-	_ = rs.Close()
-	if err := rs.Err(); err != nil {
+	if have, err = scanUsers(rs); err != nil {
 		return nil, err
 	}
 	var relabeled []string
@@ -114,24 +102,12 @@ func (b *batch) deleteByID(ctx context.Context, table, col string, ids []string)
 // whose name changed (their mentions render it) and those new to the projection
 // (their messages were left out while it lacked them: reader.message).
 func (b *batch) applyConversations(ctx context.Context, rows []conversationRow) (renamed, added []string, err error) {
-	have := map[string]conversationRow{}
-	rs, err := b.query(ctx, "SELECT channel, name, type, status, needed_scope, is_archived, discovered, last_swept_at FROM conversations WHERE team_id = ?", b.team)
+	rs, err := b.query(ctx, "SELECT "+conversationCols+" FROM conversations WHERE team_id = ?", b.team)
 	if err != nil {
 		return nil, nil, err
 	}
-	for rs.Next() {
-		var c conversationRow
-		var scope sqlString
-		var swept sqlTime
-		if err := rs.Scan(&c.ID, &c.Name, &c.Type, &c.Status, &scope, &c.IsArchived, &c.Discovered, &swept); err != nil {
-			_ = rs.Close()
-			return nil, nil, err
-		}
-		c.NeededScope, c.LastSweptAt = scope.s, swept.t
-		have[c.ID] = c
-	}
-	_ = rs.Close()
-	if err := rs.Err(); err != nil {
+	have, err := scanConversations(rs)
+	if err != nil {
 		return nil, nil, err
 	}
 	var drop []string
@@ -259,6 +235,45 @@ func (b *batch) replies(ctx context.Context, parent rm.Ref) ([]rm.Ref, error) {
 			return nil, err
 		}
 		out = append(out, rm.Ref{Channel: parent.Channel, TS: rm.TS(ts)})
+	}
+	return out, rs.Err()
+}
+
+const (
+	userCols         = "user_id, display_name, real_name, label, deleted, lookup_error, fetched_at"
+	conversationCols = "channel, name, type, status, needed_scope, is_archived, discovered, last_swept_at"
+)
+
+// scanUsers reads rows of userCols, by ID, and closes rs.
+func scanUsers(rs *sql.Rows) (map[string]userRow, error) {
+	defer func() { _ = rs.Close() }()
+	out := map[string]userRow{}
+	for rs.Next() {
+		var u userRow
+		var le sqlString
+		var fetched sqlTime
+		if err := rs.Scan(&u.ID, &u.DisplayName, &u.RealName, &u.Label, &u.Deleted, &le, &fetched); err != nil {
+			return nil, err
+		}
+		u.LookupError, u.FetchedAt = le.s, fetched.t
+		out[u.ID] = u
+	}
+	return out, rs.Err()
+}
+
+// scanConversations reads rows of conversationCols, by ID, and closes rs.
+func scanConversations(rs *sql.Rows) (map[string]conversationRow, error) {
+	defer func() { _ = rs.Close() }()
+	out := map[string]conversationRow{}
+	for rs.Next() {
+		var c conversationRow
+		var scope sqlString
+		var swept sqlTime
+		if err := rs.Scan(&c.ID, &c.Name, &c.Type, &c.Status, &scope, &c.IsArchived, &c.Discovered, &swept); err != nil {
+			return nil, err
+		}
+		c.NeededScope, c.LastSweptAt = scope.s, swept.t
+		out[c.ID] = c
 	}
 	return out, rs.Err()
 }

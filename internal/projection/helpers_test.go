@@ -37,25 +37,24 @@ func update(t testing.TB, s rm.Store, fn func(rm.Tx) error) {
 	}
 }
 
-// targets returns a SQLite target and, where Postgres is available, a Postgres one.
-func targets(t *testing.T) map[string]func(t *testing.T) *projection.Target {
-	return map[string]func(t *testing.T) *projection.Target{
-		projection.KindSQLite: func(t *testing.T) *projection.Target {
-			tg, err := projection.OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "projection.sqlite"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = tg.Close() })
-			return tg
-		},
-		projection.KindPostgres: func(t *testing.T) *projection.Target { return pgtest.Target(t) },
+// openTarget opens a new target of kind: a SQLite file in t.TempDir, or a schema of
+// the test Postgres (pgtest: skipped where there is none, unless required).
+func openTarget(t testing.TB, kind string) *projection.Target {
+	if kind == projection.KindPostgres {
+		return pgtest.Target(t)
 	}
+	tg, err := projection.OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "projection.sqlite"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tg.Close() })
+	return tg
 }
 
 // eachTarget runs fn once per target kind, as subtests.
 func eachTarget(t *testing.T, fn func(t *testing.T, tg *projection.Target)) {
 	for _, kind := range []string{projection.KindSQLite, projection.KindPostgres} {
-		t.Run(kind, func(t *testing.T) { fn(t, targets(t)[kind](t)) })
+		t.Run(kind, func(t *testing.T) { fn(t, openTarget(t, kind)) })
 	}
 }
 

@@ -426,22 +426,10 @@ func (p *Projector) applyBatch(ctx context.Context) (idle bool, err error) {
 			})
 		}
 		for ch := range take.channels {
-			err := tx.Timeline(ch, "", "", func(m rm.Message) error {
-				refs := []rm.Ref{{Channel: ch, TS: m.TS}}
-				if !m.IsReply() {
-					replies, err := tx.Replies(ch, m.TS)
-					if err != nil {
-						return err
-					}
-					for _, r := range replies {
-						refs = append(refs, rm.Ref{Channel: ch, TS: r.TS})
-					}
-				}
-				for _, ref := range refs {
-					if !inBatch[ref] {
-						inBatch[ref] = true
-						keys = append(keys, ref)
-					}
+			err := walkChannel(tx, ch, "", func(m *rm.Message, _ bool) error {
+				if ref := (rm.Ref{Channel: ch, TS: m.TS}); !inBatch[ref] {
+					inBatch[ref] = true
+					keys = append(keys, ref)
 				}
 				return nil
 			})

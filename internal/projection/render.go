@@ -80,33 +80,11 @@ func Render(text string, n Names) (string, []Mention) {
 		target, label, _ := strings.Cut(ref, "|")
 		switch {
 		case strings.HasPrefix(target, "@"):
-			id := target[1:]
-			add(Mention{MentionUser, id})
-			name := ""
-			if n.User != nil {
-				name = n.User(id)
-			}
-			if name == "" {
-				name = label
-			}
-			if name == "" {
-				name = id
-			}
-			b.WriteString("@" + strings.TrimPrefix(name, "@"))
+			add(Mention{MentionUser, target[1:]})
+			b.WriteString("@" + resolve(n.User, target[1:], label, "@"))
 		case strings.HasPrefix(target, "#"):
-			id := target[1:]
-			add(Mention{MentionChannel, id})
-			name := ""
-			if n.Conversation != nil {
-				name = n.Conversation(id)
-			}
-			if name == "" {
-				name = label
-			}
-			if name == "" {
-				name = id
-			}
-			b.WriteString("#" + strings.TrimPrefix(name, "#"))
+			add(Mention{MentionChannel, target[1:]})
+			b.WriteString("#" + resolve(n.Conversation, target[1:], label, "#"))
 		case strings.HasPrefix(target, "!"):
 			cmd := target[1:]
 			switch {
@@ -126,6 +104,22 @@ func Render(text string, n Names) (string, []Mention) {
 		}
 	}
 	return b.String(), mentions
+}
+
+// resolve names an ID: as slackpoll knows it (lookup), else the label the reference
+// carries, else the ID; without a leading sigil of its own.
+func resolve(lookup func(string) string, id, label, sigil string) string {
+	name := ""
+	if lookup != nil {
+		name = lookup(id)
+	}
+	if name == "" {
+		name = label
+	}
+	if name == "" {
+		name = id
+	}
+	return strings.TrimPrefix(name, sigil)
 }
 
 // unescape decodes the three entities Slack escapes inside a link.

@@ -303,3 +303,31 @@ const (
 	idSlots      = 1024
 	maxIDSeconds = math.MaxInt64/idSlots/1_000_000 - 1
 )
+
+// walkChannel calls fn for the messages of ch the projection holds, as the export
+// lists them: each timeline message with ts after after ("" for all), ascending,
+// each followed by the replies of its thread that are not in the timeline
+// (thread_broadcast replies are, in their own place). fn's ErrStopIteration ends
+// the walk.
+func walkChannel(tx rm.Tx, ch string, after rm.TS, fn func(m *rm.Message, timeline bool) error) error {
+	return tx.Timeline(ch, after, "", func(m rm.Message) error {
+		if m.TS == after {
+			return nil
+		}
+		if err := fn(&m, true); err != nil || m.IsReply() {
+			return err
+		}
+		replies, err := tx.Replies(ch, m.TS)
+		if err != nil {
+			return err
+		}
+		for i := range replies {
+			if !replies[i].InTimeline() {
+				if err := fn(&replies[i], false); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+}

@@ -222,34 +222,16 @@ func (p *Projector) syncChannel(ctx context.Context, b *batch, ch string, rebuil
 				rows[ref] = &row
 				return nil
 			}
-			return tx.Timeline(ch, after, "", func(m rm.Message) error {
-				if m.TS == after {
-					return nil
-				}
-				if n == syncChunk {
-					more = true
-					return rm.ErrStopIteration
-				}
-				n++
-				after = m.TS
-				if err := add(&m); err != nil {
-					return err
-				}
-				if m.IsReply() {
-					return nil
-				}
-				replies, err := tx.Replies(ch, m.TS)
-				if err != nil {
-					return err
-				}
-				for i := range replies {
-					if !replies[i].InTimeline() {
-						if err := add(&replies[i]); err != nil {
-							return err
-						}
+			return walkChannel(tx, ch, after, func(m *rm.Message, timeline bool) error {
+				if timeline {
+					if n == syncChunk {
+						more = true
+						return rm.ErrStopIteration
 					}
+					n++
+					after = m.TS
 				}
-				return nil
+				return add(m)
 			})
 		})
 		if err != nil {

@@ -126,24 +126,12 @@ func distinct(ctx context.Context, t *Target, q string, args ...any) ([]string, 
 }
 
 func verifyConversations(ctx context.Context, t *Target, rep *VerifyReport, want []conversationRow) error {
-	rs, err := t.db.QueryContext(ctx, t.q("SELECT channel, name, type, status, needed_scope, is_archived, discovered, last_swept_at FROM conversations WHERE team_id = ?"), rep.Team)
+	rs, err := t.db.QueryContext(ctx, t.q("SELECT "+conversationCols+" FROM conversations WHERE team_id = ?"), rep.Team)
 	if err != nil {
 		return err
 	}
-	got := map[string]conversationRow{}
-	for rs.Next() {
-		var c conversationRow
-		var scope sqlString
-		var swept sqlTime
-		if err := rs.Scan(&c.ID, &c.Name, &c.Type, &c.Status, &scope, &c.IsArchived, &c.Discovered, &swept); err != nil {
-			_ = rs.Close()
-			return err
-		}
-		c.NeededScope, c.LastSweptAt = scope.s, swept.t
-		got[c.ID] = c
-	}
-	_ = rs.Close()
-	if err := rs.Err(); err != nil {
+	got, err := scanConversations(rs)
+	if err != nil {
 		return err
 	}
 	rep.Conversations = len(want)
@@ -166,24 +154,12 @@ func verifyConversations(ctx context.Context, t *Target, rep *VerifyReport, want
 }
 
 func verifyUsers(ctx context.Context, t *Target, rep *VerifyReport, want []userRow) error {
-	rs, err := t.db.QueryContext(ctx, t.q("SELECT user_id, display_name, real_name, label, deleted, lookup_error, fetched_at FROM users WHERE team_id = ?"), rep.Team)
+	rs, err := t.db.QueryContext(ctx, t.q("SELECT "+userCols+" FROM users WHERE team_id = ?"), rep.Team)
 	if err != nil {
 		return err
 	}
-	got := map[string]userRow{}
-	for rs.Next() {
-		var u userRow
-		var le sqlString
-		var f sqlTime
-		if err := rs.Scan(&u.ID, &u.DisplayName, &u.RealName, &u.Label, &u.Deleted, &le, &f); err != nil {
-			_ = rs.Close()
-			return err
-		}
-		u.LookupError, u.FetchedAt = le.s, f.t
-		got[u.ID] = u
-	}
-	_ = rs.Close()
-	if err := rs.Err(); err != nil {
+	got, err := scanUsers(rs)
+	if err != nil {
 		return err
 	}
 	rep.Users = len(want)
@@ -267,26 +243,7 @@ func verifyChannel(ctx context.Context, tx rm.Tx, t *Target, rep *VerifyReport, 
 		}
 		return nil
 	}
-	err := tx.Timeline(ch, "", "", func(m rm.Message) error {
-		if err := add(&m); err != nil {
-			return err
-		}
-		if m.IsReply() {
-			return nil
-		}
-		replies, err := tx.Replies(ch, m.TS)
-		if err != nil {
-			return err
-		}
-		for i := range replies {
-			if !replies[i].InTimeline() {
-				if err := add(&replies[i]); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	})
+	err := walkChannel(tx, ch, "", func(m *rm.Message, _ bool) error { return add(m) })
 	if err != nil {
 		return err
 	}
