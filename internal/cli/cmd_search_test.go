@@ -18,11 +18,11 @@ func TestSearchAndProjectionCommandsWithoutADaemon(t *testing.T) {
 	cfg := writeConfig(t, cfgOpts{store: f.Path, convs: f.Configured})
 	ctx := context.Background()
 
-	code, out, errOut := runCLI(ctx, "--config", cfg, "search", "deploy")
+	code, _, errOut := runCLI(ctx, "--config", cfg, "search", "deploy")
 	if code != ExitRuntime || !strings.Contains(errOut, "no SQL projection") {
 		t.Errorf("search before any projection: exit %d, stderr %q; want 1 saying there is no projection", code, errOut)
 	}
-	code, out, errOut = runCLI(ctx, "--config", cfg, "projection", "rebuild")
+	code, out, errOut := runCLI(ctx, "--config", cfg, "projection", "rebuild")
 	if code != ExitOK || !strings.Contains(out, "sqlite projection rebuilt") {
 		t.Fatalf("projection rebuild: exit %d\n%s%s", code, out, errOut)
 	}
