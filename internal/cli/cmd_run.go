@@ -142,7 +142,9 @@ func cmdOnce(ctx context.Context, c *cmdCtx) (err error) {
 	stopProj := d.runProjections(ctx)
 	defer stopProj()
 	_, err = d.poller.Tick(ctx)
-	d.drainProjections(ctx, projectionDrain)
+	if err == nil {
+		d.drainProjections(ctx, projectionDrain)
+	}
 	if d.deliverer != nil && err == nil {
 		d.deliverer.Sweep(ctx) // what the tick wrote to the outbox, once; the rest waits for run
 	}

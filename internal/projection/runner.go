@@ -160,8 +160,9 @@ func (r *Runner) RequestRebuild() int {
 }
 
 // WaitIdle waits until every target is open and its projector current, or ctx
-// ends (its error then, with what is not current). A target that failed to open is
-// not waited for: nothing can be applied to it.
+// ends (its error then, with what is not current). A target that failed to open, or
+// whose last attempt failed, is not waited for (it retries, and says so in its
+// status), nor one waiting for the store's team: nothing can be applied to them now.
 func (r *Runner) WaitIdle(ctx context.Context) error {
 	for {
 		r.mu.Lock()
@@ -169,6 +170,11 @@ func (r *Runner) WaitIdle(ctx context.Context) error {
 		for _, s := range r.slots {
 			if s.p == nil && s.err != nil {
 				continue
+			}
+			if s.p != nil {
+				if st := s.p.Status().State; st == StateError || st == StateWaiting {
+					continue
+				}
 			}
 			if s.p == nil || !s.p.Idle() {
 				busy = s.spec.Kind
