@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/slackpoll/slackpoll/internal/projection"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 )
 
@@ -95,7 +96,10 @@ func (r *Report) writeProjections(p *printer) {
 		if s.Sync != nil {
 			line += fmt.Sprintf(" (%d of %d messages)", s.Sync.Messages, s.Sync.Total)
 		}
-		if s.State != "starting" && s.State != "error" && s.State != "waiting" {
+		switch {
+		case strings.HasPrefix(s.State, projection.StateStopped):
+			line += fmt.Sprintf("; cursor %d of %d (lag %d changes)", s.CursorSeq, s.LastSeq, s.LagSeq)
+		case s.State != projection.StateStarting && s.State != projection.StateError && s.State != projection.StateWaiting:
 			line += fmt.Sprintf("; cursor %d of %d (lag %d changes, %s)", s.CursorSeq, s.LastSeq, s.LagSeq, dur(s.LagSeconds))
 			if s.PendingMessages > 0 {
 				line += fmt.Sprintf(", %d messages pending", s.PendingMessages)
