@@ -383,10 +383,17 @@ func (t *Target) Reset(ctx context.Context) error {
 // on statistics an autovacuum may not have refreshed yet; SQLite's optimize
 // analyzes what needs it).
 func (t *Target) analyze(ctx context.Context) error {
-	q := "PRAGMA optimize"
-	if t.kind == KindPostgres {
-		q = "ANALYZE messages, reactions, reaction_counts, mentions, users, conversations"
+	if t.kind == KindSQLite {
+		_, err := t.db.ExecContext(ctx, "PRAGMA optimize")
+		return err
 	}
-	_, err := t.db.ExecContext(ctx, q)
-	return err
+	// The search index's pending list (GIN's fast update) is scanned by every
+	// search until it is merged: merge what the sync left there.
+	for _, q := range []string{"ANALYZE messages, reactions, reaction_counts, mentions, users, conversations",
+		"SELECT gin_clean_pending_list('messages_search'::regclass)"} {
+		if _, err := t.db.ExecContext(ctx, q); err != nil {
+			return err
+		}
+	}
+	return nil
 }

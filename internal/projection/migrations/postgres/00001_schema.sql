@@ -65,7 +65,9 @@ CREATE INDEX messages_thread ON messages (team_id, channel, thread_ts) WHERE thr
 CREATE INDEX messages_user ON messages (team_id, user_id);
 CREATE INDEX messages_record ON messages (team_id, record) WHERE record IS NOT NULL;
 CREATE INDEX messages_changed ON messages (team_id, changed_seq);
-CREATE INDEX messages_search ON messages USING gin (search);
+-- A small pending list: a search scans it whole, so it is kept to 512 kB (the
+-- default is 4 MB) and flushed after every sync.
+CREATE INDEX messages_search ON messages USING gin (search) WITH (gin_pending_list_limit = 512);
 
 CREATE TABLE reactions (
     team_id  text NOT NULL,
