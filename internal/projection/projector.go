@@ -297,11 +297,16 @@ func (p *Projector) step(ctx context.Context) (idle bool, err error) {
 		}
 	}
 	if !p.synced || rebuild {
-		if rebuild {
+		// Busy from the moment the request is taken, so that Idle cannot see the
+		// projector current between the request and the sync.
+		p.mu.Lock()
+		p.rebuild, p.busy = false, true
+		p.mu.Unlock()
+		defer func() {
 			p.mu.Lock()
-			p.rebuild = false
+			p.busy = false
 			p.mu.Unlock()
-		}
+		}()
 		return false, p.Sync(ctx, rebuild)
 	}
 	return p.applyBatch(ctx)
