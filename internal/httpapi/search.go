@@ -72,8 +72,8 @@ func (a *api) search(w http.ResponseWriter, r *http.Request) {
 }
 
 // rebuild answers POST /v1/projection/rebuild: every open projection drops its rows
-// and is written again from the store, in one transaction; 202 {"rebuilding": n},
-// or 503 when none is open.
+// and is written again from the store, in one transaction; {"rebuilding": n} (the
+// rebuild runs on: its progress is in the status report), or 503 when none is open.
 func (a *api) rebuild(w http.ResponseWriter, _ *http.Request) {
 	n := 0
 	if a.projections != nil {
@@ -83,5 +83,5 @@ func (a *api) rebuild(w http.ResponseWriter, _ *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, "no SQL projection is open (see slackpoll status)")
 		return
 	}
-	writeJSON(w, http.StatusAccepted, map[string]int{"rebuilding": n})
+	writeJSON(w, http.StatusOK, map[string]int{"rebuilding": n})
 }

@@ -21,7 +21,7 @@
 //	GET  /v1/backup                               a consistent copy of the store file (slackpoll backup)
 //	GET  /v1/openapi.json                         the OpenAPI 3.1 document of every route (openapi.yaml)
 //	GET  /v1/search                               ?q=&channel=&user=&after=&before=&record=&limit=&cursor= → {"items": [hits], "next_cursor": "…"}
-//	POST /v1/projection/rebuild                   rebuild the SQL projection from the store → 202 {"rebuilding": n}
+//	POST /v1/projection/rebuild                   rebuild the SQL projection from the store → {"rebuilding": n}
 //	GET  /healthz                                 200 while the process serves; no token needed
 //	GET  /readyz                                  200 when the store is open and Ready() is nil
 //	GET  /metrics                                 Prometheus text format, names slackpoll_*

@@ -29,7 +29,11 @@ type batch struct {
 
 // Counts say what a batch or a sync wrote.
 type Counts struct {
-	Inserted, Updated, Touched, Deleted int
+	Inserted int `json:"inserted"`
+	Updated  int `json:"updated"`
+	// Touched rows had their read times alone updated.
+	Touched int `json:"touched"`
+	Deleted int `json:"deleted"`
 }
 
 func (c *Counts) add(o Counts) {
