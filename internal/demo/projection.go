@@ -62,7 +62,9 @@ func (ps *projectors) start() {
 	defer ps.mu.Unlock()
 	ps.running, ps.stops = nil, nil
 	for _, t := range ps.targets {
-		p := projection.New(projection.Options{Store: ps.model, Target: t, Log: ps.log, Poll: time.Second})
+		// A batch a second at most: the simulation's commits come in bursts, and each
+		// batch is a round of SQL transactions (Postgres: over the network).
+		p := projection.New(projection.Options{Store: ps.model, Target: t, Log: ps.log, Poll: time.Second, Gather: time.Second})
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() { defer close(done); _ = p.Run(ctx) }()
