@@ -29,8 +29,8 @@ import (
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 
 	"github.com/slackpoll/slackpoll/internal/changefeed"
-	"github.com/slackpoll/slackpoll/internal/readfixture"
 	"github.com/slackpoll/slackpoll/internal/projection"
+	"github.com/slackpoll/slackpoll/internal/readfixture"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 )
 
