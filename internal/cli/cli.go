@@ -55,6 +55,7 @@ Usage:
   slackpoll config --defaults              the commented defaults, to start a config file from
   slackpoll backup [--config F] [--force] FILE
                                           a consistent copy of the store, also while run holds it
+  slackpoll restore [--config F] FILE      put a backup in place of the store (daemon stopped)
   slackpoll healthcheck [--config F] [--live]  exit 0 when the daemon's /readyz (--live: /healthz) answers 200
   slackpoll version                        version, VCS revision and Go version
 
@@ -206,6 +207,7 @@ var commands = []command{
 	{name: "backup", about: "Write a consistent copy of the store to FILE, also while run holds it (through its API).", args: "FILE", nargs: 1, run: cmdBackup, flags: func(fs *pflag.FlagSet, c *cmdCtx) {
 		fs.BoolVar(&c.force, "force", false, "replace FILE if it exists")
 	}},
+	{name: "restore", about: "Put the backup FILE in place of the store, for the daemon's user, mode 0600 (stop the daemon first); the change feed skips the seqs the replaced store handed out.", args: "FILE", nargs: 1, run: cmdRestore},
 	{name: "healthcheck", about: "Exit 0 when the running daemon answers /readyz (store readable, token accepted), else 1: for container health checks.", run: cmdHealthcheck, flags: func(fs *pflag.FlagSet, c *cmdCtx) {
 		fs.BoolVar(&c.liveOnly, "live", false, "ask /healthz (the process serves) instead of /readyz")
 	}},

@@ -60,7 +60,7 @@ func (c *cmdCtx) startDaemon() (*daemon, error) {
 	convs := slices.Clone(cfg.Conversations)
 	rl.conversations.Store(&convs)
 	log := newLogger(&rl.level, cfg.Log.Format, c.env.Stderr)
-	store, err := openStore(cfg)
+	store, err := openStore(cfg, log)
 	if err != nil {
 		return nil, err
 	}
@@ -82,8 +82,21 @@ func (c *cmdCtx) startDaemon() (*daemon, error) {
 	pc.Feed = feedConfig(cfg)
 	pc.OnChanges = d.changesCommitted
 	d.poller = rm.NewPoller(d.model, src, pc)
+	d.warnRestored()
 	d.warnUnconfiguredOutbox()
 	return d, nil
+}
+
+// warnRestored logs the restore Open found: the store is older than the seqs its
+// feed had handed out (a backup copied into place; or, with no seq in the gap handed
+// out, a daemon that stopped without closing the store).
+func (d *daemon) warnRestored() {
+	r := d.store.Restored()
+	if r == nil {
+		return
+	}
+	d.log.Warn("change feed: the store is older than the seqs its feed handed out (a backup put in place, or the last daemon did not close the store): new changes start after the skipped seqs; a consumer's cursor among them gets 410 Gone with the restore point, and what changed in Slack since is reported again",
+		"restore_point", r.Seq, "skipped_to", r.SkippedTo)
 }
 
 // changesCommitted is the writer's commit hook: long polls and the deliverer wake.
@@ -109,11 +122,16 @@ func cmdRun(ctx context.Context, c *cmdCtx) (err error) {
 		return err
 	}
 	defer d.close(&err)
+	ctx, stopOnDamage := d.untilDamaged(ctx)
+	defer stopOnDamage()
 	stopHTTP, err := d.serveHTTP()
 	if err != nil {
 		return err
 	}
 	defer stopHTTP() // before the store closes: requests in flight still read it
+	// The API stops at the signal, whatever the poller is doing: a request it
+	// serves must not keep the daemon from exiting.
+	go func() { <-ctx.Done(); stopHTTP() }()
 	stopFeed := d.runFeed(ctx)
 	defer stopFeed() // deliveries in flight are abandoned; their lease frees the rows
 	d.watchHangup(ctx, c)
@@ -128,7 +146,26 @@ func cmdRun(ctx context.Context, c *cmdCtx) (err error) {
 		"discover", d.cfg.Discover, "interval", d.cfg.Tick.Interval, "rate_profile", d.cfg.Slack.RateProfile)
 	err = d.poller.Run(ctx)
 	d.log.Info("slackpoll stopped")
+	if derr := d.store.Err(); derr != nil && err == nil {
+		return derr
+	}
 	return err
+}
+
+// untilDamaged returns ctx, also cancelled when the store meets damage — in a tick,
+// an API request or a delivery — so that the daemon stops (exit 1, the damage as its
+// error) instead of going on with a store that fails every transaction.
+func (d *daemon) untilDamaged(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-d.store.Failed():
+			d.log.Error("store damaged: stopping", "err", d.store.Err())
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
 }
 
 // cmdOnce is `slackpoll once`: one tick. A tick that stopped on budget or deadline, or
@@ -142,6 +179,9 @@ func cmdOnce(ctx context.Context, c *cmdCtx) (err error) {
 	stopProj := d.runProjections(ctx)
 	defer stopProj()
 	_, err = d.poller.Tick(ctx)
+	if derr := d.store.Err(); derr != nil {
+		return derr // whatever part of the tick met it, the store fails every transaction now
+	}
 	if err == nil {
 		d.drainProjections(ctx, projectionDrain)
 	}

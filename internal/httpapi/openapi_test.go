@@ -334,8 +334,9 @@ type failingStore struct{ rm.Store }
 
 var errStoreDown = errors.New("the disk went away")
 
-func (failingStore) View(func(rm.Tx) error) error   { return errStoreDown }
-func (failingStore) Update(func(rm.Tx) error) error { return errStoreDown }
+func (failingStore) View(func(rm.Tx) error) error    { return errStoreDown }
+func (failingStore) Update(func(rm.Tx) error) error  { return errStoreDown }
+func (failingStore) Backup(io.Writer) (int64, error) { return 0, errStoreDown }
 
 // plainStore hides the bolt store's Backup: a store the API cannot copy (501).
 type plainStore struct{ rm.Store }
@@ -407,6 +408,11 @@ func TestOpenAPIAnswersMatchTheDocument(t *testing.T) {
 	down := serveWith(failingStore{f.Store}, proj)
 	noBackup := serveWith(plainStore{f.Store}, proj)
 	noProjection := serveWith(f.Store, nil)
+	// A spool directory that is not there: the full disk behind the 503 of export
+	// and backup.
+	noSpool := httptest.NewServer(New(Options{Store: f.Store, Configured: f.Configured, Token: apiToken,
+		Now: f.Clock.Now, SpoolDir: filepath.Join(t.TempDir(), "missing")}))
+	t.Cleanup(noSpool.Close)
 
 	msg := "/v1/conversations/" + readfixture.General + "/messages/"
 	trackBody := fmt.Sprintf(`{"channel":%q,"ts":%q}`, readfixture.General, f.Plain)
@@ -488,6 +494,8 @@ func TestOpenAPIAnswersMatchTheDocument(t *testing.T) {
 		request{method: http.MethodPost, path: "/v1/conversations/retry", body: `{"channel":"C0GENERAL"}`, server: api, want: 400},
 		request{method: http.MethodPost, path: "/v1/conversations/retry", body: fmt.Sprintf(`{"channels":[%q]}`, readfixture.General), server: api, want: 404},
 		request{method: http.MethodGet, path: "/v1/backup", server: noBackup, want: 501},
+		request{method: http.MethodGet, path: "/v1/backup", server: noSpool, want: 503},
+		request{method: http.MethodGet, path: "/v1/export", server: noSpool, want: 503},
 		request{method: http.MethodGet, path: "/readyz", server: down, want: 503},
 		get("/v1/search?q=%21%21%21", 400),
 		request{method: http.MethodGet, path: "/v1/search?q=deploy", server: noProjection, want: 503},
