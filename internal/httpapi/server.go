@@ -136,7 +136,7 @@ func New(opts Options) http.Handler {
 		notifier: opts.Notifier, onRequeue: opts.OnRequeue, webhooks: opts.Webhooks,
 		running: opts.Running, current: opts.CurrentConfigured,
 		projections: opts.Projections,
-		spoolDir: opts.SpoolDir, chunkTimeout: opts.StreamChunkTimeout,
+		spoolDir:    opts.SpoolDir, chunkTimeout: opts.StreamChunkTimeout,
 	}
 	if a.spoolDir == "" {
 		a.spoolDir = os.TempDir()
