@@ -34,7 +34,7 @@ func (d *daemon) serveHTTP() (stop func(), err error) {
 		return nil, fmt.Errorf("http.listen %s: %w (is another slackpoll or program using the port?)", listen, err)
 	}
 	h := httpapi.New(httpapi.Options{
-		Store: d.store, Configured: d.cfg.Conversations, Interval: d.cfg.Tick.Interval.D(),
+		Store: d.model, Projections: d.proj, Configured: d.cfg.Conversations, Interval: d.cfg.Tick.Interval.D(),
 		Token: d.cfg.HTTP.Token.Reveal(), Ready: d.metrics.Ready, Metrics: d.metrics, Logger: d.log, Listen: listen,
 		Notifier: d.notifier, OnRequeue: d.wakeDeliverer, Webhooks: webhookNames(d.cfg), Running: d.poller.Running,
 		CurrentConfigured: d.reloadable.configured, AllowedHosts: d.cfg.HTTP.AllowedHosts,

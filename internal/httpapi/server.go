@@ -20,6 +20,8 @@
 //	GET  /v1/export                               the whole read model as JSON Lines (slackpoll export); header Slackpoll-Undecodable-Records names the records skipped
 //	GET  /v1/backup                               a consistent copy of the store file (slackpoll backup)
 //	GET  /v1/openapi.json                         the OpenAPI 3.1 document of every route (openapi.yaml)
+//	GET  /v1/search                               ?q=&channel=&user=&after=&before=&record=&limit=&cursor= → {"items": [hits], "next_cursor": "…"}
+//	POST /v1/projection/rebuild                   rebuild the SQL projection from the store → {"rebuilding": n}
 //	GET  /healthz                                 200 while the process serves; no token needed
 //	GET  /readyz                                  200 when the store is open and Ready() is nil
 //	GET  /metrics                                 Prometheus text format, names slackpoll_*
@@ -84,6 +86,9 @@ type Options struct {
 	Listen string
 	// AllowedHosts are more names the Host header may give (http.allowed_hosts).
 	AllowedHosts []string
+	// Projections, if set, serves GET /v1/search and POST /v1/projection/rebuild
+	// and adds the projection's state to the status report and the metrics.
+	Projections Projections
 	// SpoolDir is where GET /v1/export and GET /v1/backup make their answer before
 	// sending it (a file as large as the answer, removed once sent); "" is
 	// os.TempDir(). The daemon uses the store's directory.
@@ -108,6 +113,8 @@ type api struct {
 	metrics    *metrics.Metrics
 	running    func() (rm.TickRunning, bool)
 	current    func() []string
+	// projections is nil when the daemon runs no SQL projection.
+	projections Projections
 	// spoolDir and chunkTimeout are Options.SpoolDir and StreamChunkTimeout.
 	spoolDir     string
 	chunkTimeout time.Duration
@@ -129,7 +136,8 @@ func New(opts Options) http.Handler {
 		ready: opts.Ready, log: opts.Logger, now: opts.Now,
 		notifier: opts.Notifier, onRequeue: opts.OnRequeue, webhooks: opts.Webhooks,
 		running: opts.Running, current: opts.CurrentConfigured,
-		spoolDir: opts.SpoolDir, chunkTimeout: opts.StreamChunkTimeout,
+		projections: opts.Projections,
+		spoolDir:    opts.SpoolDir, chunkTimeout: opts.StreamChunkTimeout,
 	}
 	if a.spoolDir == "" {
 		a.spoolDir = os.TempDir()
@@ -186,6 +194,8 @@ func (a *api) routes(mux router) {
 	mux.HandleFunc("POST /v1/outbox/drop", a.drop)
 	mux.HandleFunc("GET /v1/export", a.export)
 	mux.HandleFunc("GET /v1/backup", a.backup)
+	mux.HandleFunc("GET /v1/search", a.search)
+	mux.HandleFunc("POST /v1/projection/rebuild", a.rebuild)
 	mux.HandleFunc("GET /healthz", healthz)
 	mux.HandleFunc("GET /readyz", a.readyz)
 	mux.HandleFunc("GET /v1/openapi.json", openapi)
