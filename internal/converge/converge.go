@@ -96,6 +96,12 @@ type msgKey struct {
 // comparable strips what only polling knows, which the truth cannot say.
 func comparable(m rm.MessageLine) rm.MessageLine {
 	m.LastPolledAt, m.MissingSince, m.Record, m.Tracked = nil, nil, "", false
+	if len(m.Replies) > 0 {
+		m.Replies = slices.Clone(m.Replies)
+		for i := range m.Replies {
+			m.Replies[i].LastPolledAt = nil
+		}
+	}
 	return m
 }
 

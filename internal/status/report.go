@@ -156,19 +156,35 @@ type Input struct {
 
 // Build computes the report from one read transaction. Errors are storage errors.
 func Build(tx rm.Tx, in Input) (Report, error) {
+	r, err := BuildCoverage(tx, in)
+	if err != nil {
+		return Report{}, err
+	}
+	if err := r.addFeed(tx, in.Webhooks); err != nil {
+		return Report{}, err
+	}
+	r.UndecodableRecords = append([]string{}, tx.Undecodable()...)
+	return r, nil
+}
+
+// BuildCoverage is Build without the change feed, the outbox and the undecodable
+// records (Feed and UndecodableRecords are left empty): the conversations, the
+// coverage, the identity, the last tick and the one under way, which is what a reader of the model asks
+// of its freshness with every answer (the MCP server), at a cost that does not grow
+// with the outbox.
+func BuildCoverage(tx rm.Tx, in Input) (Report, error) {
 	r := Report{
-		GeneratedAt:     in.Now.UTC(),
-		DaemonRunning:   in.DaemonRunning,
-		IntervalSeconds: in.Interval.Seconds(),
-		Conversations:   []Conversation{},
+		GeneratedAt:        in.Now.UTC(),
+		DaemonRunning:      in.DaemonRunning,
+		IntervalSeconds:    in.Interval.Seconds(),
+		Conversations:      []Conversation{},
+		Feed:               Feed{Outbox: []Outbox{}},
+		UndecodableRecords: []string{},
 	}
 	if err := r.addConversations(tx, in.Configured); err != nil {
 		return Report{}, err
 	}
 	if err := r.addCoverage(tx); err != nil {
-		return Report{}, err
-	}
-	if err := r.addFeed(tx, in.Webhooks); err != nil {
 		return Report{}, err
 	}
 	id, ok, err := tx.Identity()
@@ -196,8 +212,21 @@ func Build(tx rm.Tx, in Input) (Report, error) {
 			r.NextTickAt = nil // the next one starts after this one
 		}
 	}
-	r.UndecodableRecords = append([]string{}, tx.Undecodable()...)
 	return r, nil
+}
+
+// ClassStaleness returns the worst-case staleness, in seconds, of a change to a
+// message of the tracked class (Coverage.WorstCaseStalenessSeconds: its rotation
+// plus one interval) and of the watched class (its rotation plus one interval); nil
+// when the last ticks do not tell it yet. Untracked messages (retired by
+// tracking.horizon) have none: nothing re-reads them.
+func (r *Report) ClassStaleness() (tracked, watched *float64) {
+	tracked = r.Coverage.WorstCaseStalenessSeconds
+	if w := r.Coverage.WatchedRotationSeconds; w != nil {
+		s := *w + r.IntervalSeconds
+		watched = &s
+	}
+	return tracked, watched
 }
 
 func (r *Report) addConversations(tx rm.Tx, configured []string) error {
