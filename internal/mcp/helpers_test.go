@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -37,6 +38,7 @@ func newEnv(t testing.TB, policy mcp.Policy) *env {
 		Policy:        policy,
 		Version:       "test",
 		Subscriptions: true,
+		FollowEvery:   20 * time.Millisecond,
 	})
 	api := httptest.NewServer(httpapi.New(httpapi.Options{
 		Store: f.Store, Configured: f.Configured, Interval: readfixture.Interval, Now: f.Clock.Now,
@@ -44,6 +46,27 @@ func newEnv(t testing.TB, policy mcp.Policy) *env {
 	}))
 	t.Cleanup(api.Close)
 	return &env{f: f, server: s, api: api}
+}
+
+// changeTheWorkspace reacts to and edits messages of General and of the DM, and runs
+// a tick that reads them: the feed then holds changes of both.
+func (e *env) changeTheWorkspace(t testing.TB) {
+	t.Helper()
+	f := e.f
+	for _, err := range []error{
+		f.Fake.React(readfixture.General, f.Plain, readfixture.Avery, "tada"),
+		f.Fake.React(readfixture.DM, f.DMParent, readfixture.Avery, "lock"),
+		f.Fake.Edit(readfixture.DM, f.DMParent, "the "+readfixture.DMKeyword+" salary numbers, edited"),
+		f.Fake.React(readfixture.GroupDM, f.GroupDMMessage, readfixture.Bee, "lock"),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.Clock.Advance(2 * readfixture.Interval)
+	if _, err := f.Poller.Tick(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // transports are the two ways a client reaches the server.

@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -196,9 +197,10 @@ func (s *Server) anySubscribed() bool {
 }
 
 // followPoll is how often the follower reads the change feed while subscriptions are
-// held and nothing changed. It reads per poll rather than waiting on the feed: in
-// `slackpoll mcp` a read holds the store's lock (when no daemon runs), which must
-// never be held for long (it would keep `slackpoll run` from starting).
+// held and nothing changed (Options.FollowEvery). It reads per poll rather than
+// waiting on the feed: in `slackpoll mcp` a read holds the store's lock (when no
+// daemon runs), which must never be held for long (it would keep `slackpoll run`
+// from starting).
 const followPoll = 2 * time.Second
 
 // follow reads the change feed while any resource is subscribed and sends
@@ -237,7 +239,7 @@ func (s *Server) follow(ctx context.Context) {
 			select {
 			case <-ctx.Done():
 				return
-			case <-time.After(followPoll):
+			case <-time.After(cmp.Or(s.opts.FollowEvery, followPoll)):
 			}
 		}
 		after = p.Next

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -32,6 +33,9 @@ type Options struct {
 	// Logger gets the server's log (stderr for stdio: stdout is the protocol); nil
 	// discards.
 	Logger *slog.Logger
+	// FollowEvery is how often the change feed is read while subscriptions are held
+	// and nothing changed; 0 is 2s.
+	FollowEvery time.Duration
 }
 
 // Server is the MCP server: the SDK's server with slackpoll's tools and resources.
