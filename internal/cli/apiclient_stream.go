@@ -34,7 +34,7 @@ func (c *apiClient) stream(path string, w io.Writer) (int64, error) {
 	}
 	defer func() { _ = resp.Body.Close() }() // read in full below
 	if resp.StatusCode == http.StatusUnauthorized {
-		return 0, &apiError{resp.StatusCode, fmt.Sprintf("the daemon's HTTP API at %s refused the token: set http.token to the daemon's http.token", c.base)}
+		return 0, &apiError{resp.StatusCode, fmt.Sprintf("the daemon's HTTP API at %s refused the token: set http.token to the daemon's http.token", c.base), nil}
 	}
 	if resp.StatusCode >= 400 {
 		var e struct {
@@ -47,7 +47,7 @@ func (c *apiClient) stream(path string, w io.Writer) (int64, error) {
 		if resp.StatusCode == http.StatusNotFound {
 			e.Error += " (is the daemon an older slackpoll, without " + path + "?)"
 		}
-		return 0, &apiError{resp.StatusCode, e.Error}
+		return 0, &apiError{resp.StatusCode, e.Error, data}
 	}
 	n, err := io.Copy(w, resp.Body)
 	if err != nil {

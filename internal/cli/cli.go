@@ -47,6 +47,8 @@ Usage:
   slackpoll demo   [--duration D] [--seed N] runs against a built-in simulated workspace
   slackpoll demo   --listen ADDR [--api ADDR] [--dir D]
                                           serves a changing simulated workspace to poll with run
+  slackpoll mcp    [--config F] [--print-config CLIENT [--transport stdio|http]]
+                                          the MCP server for agents, on stdio (read-only)
   slackpoll config [--config F]            the effective config, secrets redacted
   slackpoll config --defaults              the commented defaults, to start a config file from
   slackpoll backup [--config F] [--force] FILE
@@ -63,6 +65,8 @@ Exit status: 0 success, 1 runtime failure, 2 usage or config error.
 
 // Env is what a command may touch of the outside world.
 type Env struct {
+	// Stdin is read by `slackpoll mcp` (the MCP stdio transport); nil reads nothing.
+	Stdin          io.Reader
 	Stdout, Stderr io.Writer
 	// Getenv reads the environment (os.Getenv in main).
 	Getenv func(string) string
@@ -152,6 +156,7 @@ type cmdCtx struct {
 	force bool
 	// config --defaults: the commented default config
 	defaults bool
+	mcp      mcpFlags
 	args     []string
 }
 

@@ -17,10 +17,22 @@ import (
 	"testing"
 	"time"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/slackpoll/slackpoll/internal/changefeed"
+	"github.com/slackpoll/slackpoll/internal/mcp"
 	"github.com/slackpoll/slackpoll/internal/slackfake"
 	"github.com/slackpoll/slackpoll/internal/status"
 )
+
+// bearerTransport sends a bearer token with every request.
+type bearerTransport struct{ token string }
+
+func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(r)
+}
 
 // freeAddr returns a loopback address no one listens on right now.
 func freeAddr(t *testing.T) string {
@@ -116,6 +128,21 @@ func TestRunServesTheReadAPI(t *testing.T) {
 		t.Fatalf("status while run holds the store = %d, stderr %s", code, errOut)
 	}
 	wantContains(t, "status", out, "status of the running daemon at "+base, "C0GENERAL  general")
+
+	// The MCP server answers at /mcp, behind the same token.
+	client := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil)
+	cs, err := client.Connect(t.Context(), &sdk.StreamableClientTransport{
+		Endpoint: base + "/mcp", HTTPClient: &http.Client{Transport: bearerTransport{"api-tok"}},
+	}, nil)
+	if err != nil {
+		t.Fatalf("MCP client on %s/mcp: %v", base, err)
+	}
+	var m mcp.ReadConversationOutput
+	callTool(t, cs, "read_conversation", map[string]any{"channel": "C0GENERAL"}, &m)
+	if len(m.Messages) != 1 || m.Messages[0].Text != "hello" || !m.Freshness.DaemonRunning {
+		t.Errorf("read_conversation over /mcp = %+v", m)
+	}
+	_ = cs.Close()
 
 	cancel()
 	res := <-done

@@ -7,9 +7,11 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime/debug"
 	"time"
 
 	"github.com/slackpoll/slackpoll/internal/httpapi"
+	"github.com/slackpoll/slackpoll/internal/mcp"
 )
 
 // httpShutdownTimeout bounds the graceful shutdown of the read API, well inside the
@@ -35,6 +37,7 @@ func (d *daemon) serveHTTP() (stop func(), err error) {
 		Token: d.cfg.HTTP.Token.Reveal(), Ready: d.metrics.Ready, Metrics: d.metrics, Logger: d.log, Listen: listen,
 		Notifier: d.notifier, OnRequeue: d.wakeDeliverer, Webhooks: webhookNames(d.cfg), Running: d.poller.Running,
 		CurrentConfigured: d.reloadable.configured, AllowedHosts: d.cfg.HTTP.AllowedHosts,
+		MCP: d.mcpServer().Handler(),
 	})
 	srv := httpapi.NewServer(listen, h)
 	srv.RegisterOnShutdown(d.notifier.Close) // long polls answer now, not when cut
@@ -54,6 +57,17 @@ func (d *daemon) serveHTTP() (stop func(), err error) {
 		}
 		<-done
 	}, nil
+}
+
+// mcpServer is the MCP server of /mcp: it reads the daemon's own store.
+func (d *daemon) mcpServer() *mcp.Server {
+	reader := &mcp.StoreReader{Store: d.store, CurrentConfigured: d.reloadable.configured, Interval: d.cfg.Tick.Interval.D(), DaemonRunning: true}
+	return mcp.New(mcp.Options{
+		Open:    func(context.Context) (mcp.Reader, func(), error) { return reader, func() {}, nil },
+		Policy:  mcp.Policy{Conversations: d.cfg.MCP.Conversations},
+		Version: readBuildInfo(debug.ReadBuildInfo).Version,
+		Logger:  d.log,
+	})
 }
 
 // warnIfExposed logs a warning when listen accepts connections from other hosts:

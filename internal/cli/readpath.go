@@ -33,21 +33,21 @@ func (r *reader) Close() error {
 // http.listen is set, it reads through the daemon's API instead. Without http.listen
 // a held lock fails at once, saying why and what to do.
 func openReader(cfg *config.Config) (*reader, error) {
-	return openStoreOrAPI(cfg, true, "read commands")
+	return openStoreOrAPI(cfg, true, "read commands", readLockTimeout)
 }
 
 // openWriter opens the store read-write for cmd (track, untrack, requeue); like
 // openReader it falls back to the daemon's API when the lock is held and http.listen
 // is set.
 func openWriter(cfg *config.Config, cmd string) (*reader, error) {
-	return openStoreOrAPI(cfg, false, cmd)
+	return openStoreOrAPI(cfg, false, cmd, readLockTimeout)
 }
 
 // openStoreOrAPI opens the store, or names the daemon's API when another process
-// holds the store's lock and http.listen is set; who is what the advice to set it
-// names.
-func openStoreOrAPI(cfg *config.Config, readOnly bool, who string) (*reader, error) {
-	s, err := boltstore.Open(cfg.Store.Path, boltstore.Options{ReadOnly: readOnly, LockTimeout: readLockTimeout})
+// holds the store's lock (waiting for it up to lockTimeout) and http.listen is set;
+// who is what the advice to set it names.
+func openStoreOrAPI(cfg *config.Config, readOnly bool, who string, lockTimeout time.Duration) (*reader, error) {
+	s, err := boltstore.Open(cfg.Store.Path, boltstore.Options{ReadOnly: readOnly, LockTimeout: lockTimeout})
 	if err == nil {
 		return &reader{store: s}, nil
 	}

@@ -43,14 +43,24 @@ var ErrNotFound = errors.New("not found")
 // no daemon holds the store.
 type StoreReader struct {
 	Store rm.Store
-	// Configured are the configured conversations (listed as pending until read).
-	Configured []string
+	// Configured are the configured conversations (listed as pending until read);
+	// CurrentConfigured, if set, overrides it with those configured now (a SIGHUP
+	// reload changes them in the daemon).
+	Configured        []string
+	CurrentConfigured func() []string
 	// Interval is tick.interval, for the staleness figures.
 	Interval time.Duration
 	// DaemonRunning is true in the daemon (status.Report.DaemonRunning).
 	DaemonRunning bool
 	// Now is the clock of the report; nil is time.Now.
 	Now func() time.Time
+}
+
+func (r *StoreReader) configured() []string {
+	if r.CurrentConfigured != nil {
+		return r.CurrentConfigured()
+	}
+	return r.Configured
 }
 
 func (r *StoreReader) now() time.Time {
@@ -64,7 +74,7 @@ func (r *StoreReader) now() time.Time {
 func (r *StoreReader) Report(ctx context.Context) (rep status.Report, err error) {
 	err = r.Store.View(func(tx rm.Tx) error {
 		rep, err = status.BuildCoverage(tx, status.Input{
-			Configured: r.Configured, Interval: r.Interval, Now: r.now(), DaemonRunning: r.DaemonRunning,
+			Configured: r.configured(), Interval: r.Interval, Now: r.now(), DaemonRunning: r.DaemonRunning,
 		})
 		return err
 	})
@@ -74,7 +84,7 @@ func (r *StoreReader) Report(ctx context.Context) (rep status.Report, err error)
 // Timeline implements Reader.
 func (r *StoreReader) Timeline(ctx context.Context, channel string, q rm.TimelineQuery) (lines []rm.MessageLine, more bool, err error) {
 	err = r.Store.View(func(tx rm.Tx) error {
-		if ok, err := rm.KnownConversation(tx, r.Configured, channel); err != nil || !ok {
+		if ok, err := rm.KnownConversation(tx, r.configured(), channel); err != nil || !ok {
 			if err == nil {
 				err = ErrNotFound
 			}

@@ -63,7 +63,9 @@ func New(opts Options) *Server {
 	}
 	so := &sdk.ServerOptions{
 		Instructions: instructions,
-		Logger:       s.log,
+		// The SDK logs every session and notification at info: only its warnings
+		// and errors belong in slackpoll's log.
+		Logger: slog.New(minLevel{s.log.Handler(), slog.LevelWarn}),
 		// Answers hold a workspace's messages: no shared cache may keep them.
 		SetCacheable: func(_ context.Context, _ sdk.Request, c *sdk.Cacheable) { c.CacheScope = "private" },
 	}
@@ -77,6 +79,22 @@ func New(opts Options) *Server {
 	return s
 }
 
+// minLevel is a slog.Handler that drops records below its level.
+type minLevel struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (m minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= m.min && m.Handler.Enabled(ctx, l)
+}
+
+func (m minLevel) WithAttrs(as []slog.Attr) slog.Handler {
+	return minLevel{m.Handler.WithAttrs(as), m.min}
+}
+
+func (m minLevel) WithGroup(g string) slog.Handler { return minLevel{m.Handler.WithGroup(g), m.min} }
+
 // SDK returns the SDK's server, to connect a transport to.
 func (s *Server) SDK() *sdk.Server { return s.sdk }
 
@@ -89,7 +107,7 @@ func (s *Server) Handler() http.Handler {
 	return sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.sdk }, &sdk.StreamableHTTPOptions{
 		Stateless:                  true,
 		JSONResponse:               true,
-		Logger:                     s.log,
+		Logger:                     slog.New(minLevel{s.log.Handler(), slog.LevelWarn}),
 		DisableLocalhostProtection: true,
 	})
 }
