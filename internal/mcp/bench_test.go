@@ -186,7 +186,7 @@ func BenchmarkToolLatency(b *testing.B) {
 					b.Fatalf("%s(%v): %v %v", tool, args, err, res)
 				}
 			}
-			perCall := float64((cpuTime()-cpu).Microseconds()) / 1000 / float64(len(lat))
+			perCall := float64((cpuTime() - cpu).Microseconds()) / 1000 / float64(len(lat))
 			slices.Sort(lat)
 			p50, p99 := lat[len(lat)/2], lat[len(lat)*99/100]
 			// The CPU time (client and server together, this process) is what a call
