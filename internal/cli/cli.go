@@ -191,6 +191,7 @@ var commands = []command{
 		fs.Int64Var(&c.seed, "seed", 1, "seed of the generated workspace, its changes and faults")
 		c.live.flags(fs)
 	}, noConfig: true},
+	{name: "mcp", about: "Serve the read model to AI agents over MCP on stdin/stdout (read-only); --print-config CLIENT prints a client's config.", run: cmdMCP, flags: mcpFlagSet},
 	{name: "config", about: "Print the effective config (defaults, file, environment) with secrets redacted; --defaults prints the commented defaults to start a file from.", run: cmdConfig, flags: func(fs *pflag.FlagSet, c *cmdCtx) {
 		fs.BoolVar(&c.defaults, "defaults", false, "print the built-in, commented default config (config/slackpoll.yaml) instead: slackpoll config --defaults > slackpoll.yaml")
 	}},

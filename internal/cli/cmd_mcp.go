@@ -43,7 +43,7 @@ func cmdMCP(ctx context.Context, c *cmdCtx) error {
 		Subscriptions: true,
 		Logger:        log,
 	})
-	var in io.Reader = c.env.Stdin
+	in := c.env.Stdin
 	if in == nil {
 		in = strings.NewReader("")
 	}

@@ -37,7 +37,7 @@ type mcpServerSpec struct {
 var mcpClientList = []mcpClient{
 	{"claude-desktop", "merge into claude_desktop_config.json (Settings > Developer > Edit Config), then restart Claude Desktop", func(s mcpServerSpec) (string, error) {
 		if s.url != "" {
-			return "", fmt.Errorf("Claude Desktop starts local servers (stdio) from its config file; use --transport stdio (or add %s as a custom connector in its settings)", s.url)
+			return "", fmt.Errorf("claude-desktop starts local servers (stdio) from its config file; use --transport stdio (or add %s as a custom connector in Claude Desktop's settings)", s.url)
 		}
 		return jsonConfig(map[string]any{"mcpServers": map[string]any{"slackpoll": map[string]any{"command": s.bin, "args": s.args}}})
 	}},

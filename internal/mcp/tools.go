@@ -29,8 +29,6 @@ const (
 	maxAnswerBytes            = 256 << 10
 )
 
-const teamIDDoc = "the Slack workspace (team) ID; optional while slackpoll serves one workspace"
-
 // ListConversationsInput is list_conversations' input.
 type ListConversationsInput struct {
 	TeamID string `json:"team_id,omitempty" jsonschema:"the Slack workspace (team) ID; optional while slackpoll serves one workspace"`
