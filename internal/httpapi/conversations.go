@@ -58,15 +58,6 @@ func (a *api) serveMessage(w http.ResponseWriter, r *http.Request, ref rm.Ref) {
 	}
 }
 
-func (a *api) messageLine(ref rm.Ref) (line rm.MessageLine, ok bool, err error) {
-	err = a.store.View(func(tx rm.Tx) error {
-		m, found, err := tx.Message(ref.Channel, ref.TS)
-		if err != nil || !found {
-			return err
-		}
-		ok = true
-		line, err = rm.MessageLineOf(tx, &m)
-		return err
-	})
-	return line, ok, err
+func (a *api) messageLine(ref rm.Ref) (rm.MessageLine, bool, error) {
+	return rm.MessageLineAt(a.store, ref)
 }

@@ -97,17 +97,8 @@ func (r *StoreReader) Timeline(ctx context.Context, channel string, q rm.Timelin
 }
 
 // Message implements Reader.
-func (r *StoreReader) Message(ctx context.Context, ref rm.Ref) (line rm.MessageLine, ok bool, err error) {
-	err = r.Store.View(func(tx rm.Tx) error {
-		m, found, err := tx.Message(ref.Channel, ref.TS)
-		if err != nil || !found {
-			return err
-		}
-		ok = true
-		line, err = rm.MessageLineOf(tx, &m)
-		return err
-	})
-	return line, ok, err
+func (r *StoreReader) Message(ctx context.Context, ref rm.Ref) (rm.MessageLine, bool, error) {
+	return rm.MessageLineAt(r.Store, ref)
 }
 
 // Record implements Reader.

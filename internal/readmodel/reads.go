@@ -39,6 +39,22 @@ func ConversationLines(tx Tx, configured []string) ([]ConversationLine, error) {
 	return items, nil
 }
 
+// MessageLineAt returns the line of the stored message ref (a thread parent with its
+// replies, a reply on its own), read in a transaction of its own; ok is false when it
+// is not stored.
+func MessageLineAt(s Store, ref Ref) (line MessageLine, ok bool, err error) {
+	err = s.View(func(tx Tx) error {
+		m, found, err := tx.Message(ref.Channel, ref.TS)
+		if err != nil || !found {
+			return err
+		}
+		ok = true
+		line, err = MessageLineOf(tx, &m)
+		return err
+	})
+	return line, ok, err
+}
+
 // KnownConversation reports whether id is configured, stored, or holds messages (a
 // message tracked in a conversation that was never polled).
 func KnownConversation(tx Tx, configured []string, id string) (bool, error) {
