@@ -59,6 +59,7 @@ func (c *Config) Validate() error {
 	v.secret("http.token", c.HTTP.Token)
 	v.positive("changes.retention", c.Changes.Retention, "168h")
 	v.webhooks()
+	v.projection()
 	v.idList("mcp.conversations", c.MCP.Conversations)
 	v.oneOf("log.level", c.Log.Level, LogLevels)
 	v.oneOf("log.format", c.Log.Format, LogFormats)
@@ -336,5 +337,26 @@ func (v *validator) webhooks() {
 		if w.MaxRows < 0 {
 			v.fail(key+".max_rows", "%d is negative: want a whole number >= 1, or 0 for the default (%d)", w.MaxRows, changefeed.DefaultMaxRows)
 		}
+	}
+}
+
+// projection checks projection: the Postgres schema is a plain identifier (it is
+// created and set as the connections' search_path); "" becomes the default.
+func (v *validator) projection() {
+	if v.c.Projection.Postgres.Schema == "" {
+		v.c.Projection.Postgres.Schema = "slackpoll"
+	}
+	p := v.c.Projection
+	for i, r := range p.Postgres.Schema {
+		if ok := r == '_' || 'a' <= r && r <= 'z' || i > 0 && '0' <= r && r <= '9'; !ok {
+			v.fail("projection.postgres.schema", "%q is not allowed: want lower-case letters, digits and _, starting with a letter (e.g. slackpoll)", p.Postgres.Schema)
+			return
+		}
+	}
+	if p.SQLite.Enabled && (p.SQLite.Path == v.c.Store.Path && p.SQLite.Path != "") {
+		v.fail("projection.sqlite.path", "must not be the store's file (store.path)")
+	}
+	if p.Postgres.DSN.IsSet() {
+		v.secret("projection.postgres.dsn", p.Postgres.DSN)
 	}
 }

@@ -19,6 +19,54 @@ import (
 type badRecords struct {
 	mu sync.Mutex
 	m  map[string]badRecord
+	// damaged holds the derived indexes (indexTail, indexWatched) a read found
+	// damaged, for the next write to rebuild; rebuilds counts each index's rebuilds.
+	damaged  map[string]bool
+	rebuilds map[string]int
+}
+
+// damage marks index for rebuilding and returns its rebuild count.
+func (b *badRecords) damage(index string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.damaged == nil {
+		b.damaged = map[string]bool{}
+	}
+	b.damaged[index] = true
+	return b.rebuilds[index]
+}
+
+// generation returns how many times index was rebuilt.
+func (b *badRecords) generation(index string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.rebuilds[index]
+}
+
+// toRebuild returns the indexes marked damaged, sorted.
+func (b *badRecords) toRebuild() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make([]string, 0, len(b.damaged))
+	for index := range b.damaged {
+		out = append(out, index)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// rebuilt clears the damaged marks of indexes, after the transaction that rebuilt
+// them committed.
+func (b *badRecords) rebuilt(indexes []string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.rebuilds == nil {
+		b.rebuilds = map[string]int{}
+	}
+	for _, index := range indexes {
+		delete(b.damaged, index)
+		b.rebuilds[index]++
+	}
 }
 
 type badRecord struct {

@@ -68,15 +68,23 @@ func (t *tx) flushCounts() error {
 		if c.messages < 0 || c.threads < 0 || c.tracked < 0 {
 			return fmt.Errorf("store: channel %s: counters would go negative (%+v): the store is inconsistent", ch, c)
 		}
-		v := make([]byte, 24)
-		binary.BigEndian.PutUint64(v[0:], uint64(c.messages))
-		binary.BigEndian.PutUint64(v[8:], uint64(c.threads))
-		binary.BigEndian.PutUint64(v[16:], uint64(c.tracked))
-		if err := cb.root.Put(kCounts, v); err != nil {
-			return fmt.Errorf("store: channel %s: put counters: %w", ch, err)
+		if err := putCounts(cb, ch, c); err != nil {
+			return err
 		}
 	}
 	t.deltas, t.lastDelta = nil, nil
+	return nil
+}
+
+// putCounts stores the counters of channel ch.
+func putCounts(cb *chanBuckets, ch string, c counts) error {
+	v := make([]byte, 24)
+	binary.BigEndian.PutUint64(v[0:], uint64(c.messages))
+	binary.BigEndian.PutUint64(v[8:], uint64(c.threads))
+	binary.BigEndian.PutUint64(v[16:], uint64(c.tracked))
+	if err := cb.root.Put(kCounts, v); err != nil {
+		return fmt.Errorf("store: channel %s: put counters: %w", ch, err)
+	}
 	return nil
 }
 

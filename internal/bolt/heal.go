@@ -55,12 +55,14 @@ func (t *tx) forgetIndexes(cb *chanBuckets, d *counts, channel string, k []byte)
 }
 
 // decodeAll decodes every message, conversation and user record, so that the
-// undecodable ones are recorded in t.bad.
-func (t *tx) decodeAll() error {
+// undecodable ones are recorded in t.bad, and returns how many decodable tracked
+// messages each channel holds.
+func (t *tx) decodeAll() (map[string]int, error) {
 	all, err := t.bucket(bChan)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	tracked := map[string]int{}
 	err = all.ForEachBucket(func(ch []byte) error {
 		cb, err := t.channel(string(ch), false)
 		if err != nil || cb == nil {
@@ -68,17 +70,21 @@ func (t *tx) decodeAll() error {
 		}
 		c := cb.msgs.Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
-			if _, err := decodeMessage(string(ch), v); err != nil {
+			m, err := decodeMessage(string(ch), v)
+			switch {
+			case err != nil:
 				t.addMessage(string(ch), k, err)
+			case m.IsTracked():
+				tracked[string(ch)]++
 			}
 		}
 		return nil
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := forEachJSON(t, bConv, func(readmodel.Conversation) error { return nil }); err != nil {
-		return err
+		return nil, err
 	}
-	return forEachJSON(t, bUsers, func(readmodel.User) error { return nil })
+	return tracked, forEachJSON(t, bUsers, func(readmodel.User) error { return nil })
 }

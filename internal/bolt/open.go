@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -30,9 +31,14 @@ type Options struct {
 	// ReadOnly opens an existing store with a shared lock; writes fail. A missing file is
 	// an error instead of being created.
 	ReadOnly bool
-	// NoSync skips fsync on commit. A crash can then corrupt the file: tests and
-	// benchmarks only.
+	// NoSync skips fsync on commit (and of the feed mark). A crash can then corrupt
+	// the file: tests and benchmarks only.
 	NoSync bool
+	// Now is the clock of the restore records Open makes; nil is time.Now.
+	Now func() time.Time
+	// Logger gets what the store repairs by itself (an index rebuilt from the
+	// messages); nil discards.
+	Logger *slog.Logger
 }
 
 // Open opens the store at path, creating it (mode 0600, with the current schema
@@ -63,6 +69,15 @@ func open(path string, opts Options) (*Store, error) {
 	}
 	var opened os.FileInfo
 	var file *os.File
+	defer func() {
+		// bbolt panicked or faulted on the file: release the descriptor, and with it
+		// the file lock, before guard reports it. Not through db.Close, which waits
+		// for the locks a panic inside bbolt may have left held.
+		if p := recover(); p != nil {
+			releaseFile(file)
+			panic(p)
+		}
+	}()
 	db, err := bolt.Open(path, 0o600, &bolt.Options{
 		Timeout:  timeout,
 		ReadOnly: opts.ReadOnly,
@@ -70,15 +85,23 @@ func open(path string, opts Options) (*Store, error) {
 		// The identity of the file bbolt opens, whatever the path names later.
 		OpenFile: func(name string, flag int, mode os.FileMode) (*os.File, error) {
 			f, err := os.OpenFile(name, flag, mode)
-			file = f
-			if err == nil {
-				opened, err = f.Stat()
-				if err != nil {
-					_ = f.Close()
-					return nil, err
-				}
+			if err != nil {
+				return nil, err
 			}
-			return f, err
+			if opened, err = f.Stat(); err == nil {
+				err = writableByOwner(path, opts.ReadOnly, opened)
+			}
+			if err == nil {
+				// A file shorter than its pages faults bbolt on the first page it
+				// lacks, maybe inside bbolt's own goroutines: refuse it before.
+				err = checkLength(f)
+			}
+			if err != nil {
+				_ = f.Close()
+				return nil, err
+			}
+			file = f
+			return f, nil
 		},
 		// The hashmap freelist keeps commits cheap as the file grows large.
 		FreelistType: bolt.FreelistMapType,
@@ -86,15 +109,10 @@ func open(path string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, openError(path, err)
 	}
-	defer func() {
-		// Reading the schema of a damaged file panicked: release the file and its
-		// lock before guard reports it.
-		if p := recover(); p != nil {
-			_ = db.Close()
-			panic(p)
-		}
-	}()
-	s := &Store{db: db, path: path, opened: opened}
+	s := &Store{db: db, path: path, opened: opened, file: file, failed: make(chan struct{}), log: opts.Logger}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
 	if opts.ReadOnly {
 		err = db.View(func(btx *bolt.Tx) error { return checkSchema(btx, path) })
 	} else {
@@ -105,30 +123,63 @@ func open(path string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	if !opts.ReadOnly {
-		if err := private(path, file, opened); err != nil {
+		if err := s.private(file, opened); err != nil {
 			_ = db.Close()
 			return nil, err
+		}
+		now := time.Now
+		if opts.Now != nil {
+			now = opts.Now
+		}
+		s.mark = &feedMark{path: MarkPath(path), noSync: opts.NoSync, owner: ownerOf(opened)}
+		if s.restored, err = s.catchUpFeed(now()); err != nil {
+			_ = db.Close()
+			return nil, fmt.Errorf("store %s: %w", path, err)
 		}
 	}
 	return s, nil
 }
 
-// private brings a store readable by others (a copy, a restore) back to 0600, as a new
-// store is created: it holds message texts. It runs only once the file is known to be
-// a store, on the descriptor bbolt opened (so nothing swapped in at the path since is
-// touched), and not when the path is a symlink: the mode of a file elsewhere is its
+// private takes the group's and other users' permissions off a store that has them
+// (a copy, a restore), as a new store is created without: it holds message texts. It
+// changes nothing else, and says what it did. It runs only once the file is known to
+// be a store, on the descriptor bbolt opened (so nothing swapped in at the path since
+// is touched), and not when the path is a symlink: the mode of a file elsewhere is its
 // owner's choice.
-func private(path string, f *os.File, opened os.FileInfo) error {
+func (s *Store) private(f *os.File, opened os.FileInfo) error {
 	if f == nil || opened == nil || opened.Mode().Perm()&0o077 == 0 {
 		return nil
 	}
-	if lfi, err := os.Lstat(path); err != nil || lfi.Mode()&fs.ModeSymlink != 0 || !os.SameFile(lfi, opened) {
+	if lfi, err := os.Lstat(s.path); err != nil || lfi.Mode()&fs.ModeSymlink != 0 || !os.SameFile(lfi, opened) {
 		return nil
 	}
-	if err := f.Chmod(0o600); err != nil {
-		return fmt.Errorf("store %s is readable by other users and cannot be made private (chmod 600 it): %w", path, err)
+	mode := opened.Mode().Perm() &^ 0o077
+	if err := f.Chmod(mode); err != nil {
+		return fmt.Errorf("store %s is readable by other users and cannot be made private (chmod 600 it): %w", s.path, err)
 	}
+	s.log.Warn(fmt.Sprintf("store was readable by other users (mode %04o): made it %04o, as it holds message texts", opened.Mode().Perm(), mode), "store", s.path)
 	return nil
+}
+
+// writableByOwner refuses to open for writing a store its owner cannot write: its
+// owner made it read-only, and root, who can write it anyway, must not — nor make
+// it writable behind the operator's back.
+func writableByOwner(path string, readOnly bool, fi os.FileInfo) error {
+	if readOnly || fi.Mode().Perm()&0o200 != 0 {
+		return nil
+	}
+	return &readOnlyError{path: path, mode: fi.Mode().Perm()}
+}
+
+// readOnlyError is writableByOwner's refusal.
+type readOnlyError struct {
+	path string
+	mode fs.FileMode
+}
+
+func (e *readOnlyError) Error() string {
+	return fmt.Sprintf("store %s is read-only (mode %04o): slackpoll writes its store; if it should, make it writable (chmod 600 %s), else point store.path at another file",
+		e.path, e.mode, e.path)
 }
 
 // openError turns a bbolt/os open failure into one that names the path and the fix.
@@ -136,6 +187,10 @@ func openError(path string, err error) error {
 	switch {
 	case errors.Is(err, bberrors.ErrTimeout):
 		return &lockedError{path: path, err: err}
+	case errors.As(err, new(errShort)):
+		return &damagedError{path: path, cause: err}
+	case errors.As(err, new(*readOnlyError)):
+		return err
 	case errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("store %s: directory %s does not exist: create it or fix store.path: %w",
 			path, filepath.Dir(path), err)

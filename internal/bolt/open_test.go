@@ -2,6 +2,7 @@ package boltstore
 
 import (
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -276,5 +277,64 @@ func TestOpenFixesTheModeOfStoresOnlyAndFollowsNoSymlink(t *testing.T) {
 	s.Close()
 	if fi, _ := os.Stat(target); fi.Mode().Perm() != 0o644 {
 		t.Errorf("the symlink's target was chmodded to %v", fi.Mode().Perm())
+	}
+}
+
+// A store its owner made read-only (0444) is not made writable behind the operator's
+// back: root, who can open it for writing anyway, gets an error saying what to do,
+// and the mode stays. (As another user the open fails on the permission itself.)
+func TestOpenForWritingRefusesAReadOnlyStoreAndKeepsItsMode(t *testing.T) {
+	if runtime.GOOS == "windows" || os.Geteuid() != 0 {
+		t.Skip("only root can open a 0444 file for writing")
+	}
+	path := filepath.Join(t.TempDir(), "s.db")
+	s, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if err := os.Chmod(path, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open(path, Options{})
+	if err == nil {
+		s.Close()
+	}
+	if err == nil || !strings.Contains(err.Error(), "read-only") || !strings.Contains(err.Error(), "chmod 600") {
+		t.Errorf("Open of a 0444 store for writing: %v, want a refusal saying how to make it writable", err)
+	}
+	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o444 {
+		t.Errorf("mode = %v after the open, want 0444 kept", fi.Mode().Perm())
+	}
+	// Read-only, it opens.
+	s, err = Open(path, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatalf("read-only Open of a 0444 store: %v", err)
+	}
+	s.Close()
+}
+
+// A store readable by other users loses only their bits, and the open says so.
+func TestOpenSaysItMadeAStorePrivate(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.db")
+	s, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if err := os.Chmod(path, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	var logs strings.Builder
+	s, err = Open(path, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 {
+		t.Errorf("mode = %v, want 0600", fi.Mode().Perm())
+	}
+	if !strings.Contains(logs.String(), "0640") || !strings.Contains(logs.String(), "0600") {
+		t.Errorf("the open did not say it changed the mode:\n%s", logs.String())
 	}
 }

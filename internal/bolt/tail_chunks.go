@@ -151,8 +151,10 @@ func (t *tx) applyTailGroup(b *bolt.Bucket, prefix []byte, ops []tailOp) error {
 		items := t.items[:0]
 		if k != nil {
 			var err error
-			if items, err = decodeChunk(t.chunkBuf, items); err != nil {
-				return fmt.Errorf("chunk %x: %w", t.oldChunkKey, err)
+			if items, err = decodeTailChunk(t.oldChunkKey, t.chunkBuf, items); err != nil {
+				// Its entries are lost until the rebuild the report asks for.
+				t.addIndex(indexTail, bTail, t.oldChunkKey, err, tailChunkOK)
+				items = items[:0]
 			}
 		}
 		merged := mergeTail(t.merged[:0], items, ops[:n])
@@ -254,34 +256,68 @@ func (t *tx) tailFrom(from uint64, n int, skip func(readmodel.TailEntry) bool) (
 	out := make([]readmodel.TailEntry, 0, min(n, 64))
 	c := b.Cursor()
 	for k, v := c.Seek(binary.BigEndian.AppendUint64(nil, from)); k != nil && len(out) < n; k, v = c.Next() {
-		if len(k) < 8+1+1+tsKeyLen || k[len(k)-tsKeyLen-1] != 0 {
-			return nil, fmt.Errorf("store: malformed tail chunk key %x", k)
-		}
-		p, err := chunkEntries(v)
-		if err != nil {
-			return nil, fmt.Errorf("store: tail chunk %x: %w", k, err)
-		}
-		var polled *time.Time
-		if pk := binary.BigEndian.Uint64(k[:8]); pk != 0 {
-			pt := time.Unix(0, int64(pk)).UTC()
-			polled = &pt
-		}
-		channel := string(k[8 : len(k)-tsKeyLen-1])
-		// Entries are decoded one at a time: most of a chunk may be past n.
-		for len(p) > 0 && len(out) < n {
-			var it tailItem
-			if it, p, err = nextChunkEntry(p); err != nil {
-				return nil, fmt.Errorf("store: tail chunk %x: %w", k, err)
-			}
-			ts := readmodel.TS(it.ts)
-			if key := ts.Key(); !bytes.Equal(key[:], it.tsKey) || key == zeroKey && !ts.Valid() {
-				return nil, fmt.Errorf("store: tail chunk %x: ts %q does not match its key", k, it.ts)
-			}
-			e := readmodel.TailEntry{Ref: readmodel.Ref{Channel: channel, TS: ts}, RotatedAt: polled}
-			if skip == nil || !skip(e) {
-				out = append(out, e)
-			}
+		// A chunk that does not decode is skipped whole (its entries read before the
+		// fault are taken back) and reported; the next write rebuilds the index.
+		start := len(out)
+		if err := t.tailChunk(k, v, n, skip, &out); err != nil {
+			out = out[:start]
+			t.addIndex(indexTail, bTail, k, err, tailChunkOK)
 		}
 	}
 	return out, nil
+}
+
+// tailEntryCurrent reports whether the tail entry (tsKey, polled) of channel cb
+// stands for its message: a tracked one with that tail time. A flipped bit in a chunk
+// key can move entries to where no message puts them (a poll time, a channel):
+// those are stale, and would otherwise be read again in every rotation, for ever.
+// A message whose header does not decode keeps its entry: its next read heals it.
+func (t *tx) tailEntryCurrent(cb *chanBuckets, tsKey []byte, polled uint64) bool {
+	if cb == nil {
+		return false
+	}
+	v := cb.get(tsKey)
+	if v == nil {
+		return false
+	}
+	h, err := readHeader(v)
+	return err != nil || h.tracked() && h.polled == polled
+}
+
+// tailChunk appends the entries of one chunk to out, up to n, skipping those skip
+// rejects. Entries are decoded one at a time: most of a chunk may be past n.
+func (t *tx) tailChunk(k, v []byte, n int, skip func(readmodel.TailEntry) bool, out *[]readmodel.TailEntry) error {
+	if len(k) < 8+1+1+tsKeyLen || k[len(k)-tsKeyLen-1] != 0 {
+		return errors.New("malformed tail chunk key")
+	}
+	p, err := chunkEntries(v)
+	if err != nil {
+		return err
+	}
+	var polled *time.Time
+	if pk := binary.BigEndian.Uint64(k[:8]); pk != 0 {
+		pt := time.Unix(0, int64(pk)).UTC()
+		polled = &pt
+	}
+	channel := string(k[8 : len(k)-tsKeyLen-1])
+	cb, _ := t.channel(channel, false) // nil: no such channel, every entry is stale
+	for len(p) > 0 && len(*out) < n {
+		var it tailItem
+		if it, p, err = nextChunkEntry(p); err != nil {
+			return err
+		}
+		ts := readmodel.TS(it.ts)
+		if key := ts.Key(); !bytes.Equal(key[:], it.tsKey) || key == zeroKey && !ts.Valid() {
+			return fmt.Errorf("ts %q does not match its key", it.ts)
+		}
+		if !t.tailEntryCurrent(cb, it.tsKey, binary.BigEndian.Uint64(k[:8])) {
+			t.addStale(indexTail, fmt.Sprintf("%s entry %s/%s at %d", indexTail, channel, ts, binary.BigEndian.Uint64(k[:8])), "does not match a tracked message")
+			continue
+		}
+		e := readmodel.TailEntry{Ref: readmodel.Ref{Channel: channel, TS: ts}, RotatedAt: polled}
+		if skip == nil || !skip(e) {
+			*out = append(*out, e)
+		}
+	}
+	return nil
 }

@@ -1,7 +1,6 @@
 package boltstore
 
 import (
-	"bytes"
 	"fmt"
 
 	bolt "go.etcd.io/bbolt"
@@ -31,7 +30,8 @@ func checkRef(ref readmodel.Ref) error {
 
 // Watched calls fn for every watched message, by channel then ts. A store opened
 // read-only before its first write by this version has no watched bucket: then the set
-// is empty.
+// is empty. An entry that does not decode is skipped and reported, and the set is
+// rebuilt by the next write (see indexes.go).
 func (t *tx) Watched(fn func(readmodel.Ref) error) error {
 	b := t.btx.Bucket(bWatched)
 	if b == nil {
@@ -39,13 +39,10 @@ func (t *tx) Watched(fn func(readmodel.Ref) error) error {
 	}
 	c := b.Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
-		i := bytes.IndexByte(k, 0)
-		if i <= 0 || len(k)-i-1 != tsKeyLen {
-			return decodeError("watched", k, fmt.Errorf("malformed key"))
-		}
-		ref := readmodel.Ref{Channel: string(k[:i]), TS: readmodel.TS(v)}
-		if key := ref.TS.Key(); !bytes.Equal(key[:], k[i+1:]) {
-			return decodeError("watched", k, fmt.Errorf("ts %q does not match its key", v))
+		ref, err := watchedEntry(k, v)
+		if err != nil {
+			t.addIndex(indexWatched, bWatched, k, err, watchedOK)
+			continue
 		}
 		if err := fn(ref); err != nil {
 			return stopped(err)

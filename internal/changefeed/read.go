@@ -3,6 +3,7 @@ package changefeed
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 )
@@ -48,8 +49,8 @@ func (e *GoneError) Is(target error) bool { return target == ErrGone }
 
 // AheadError says a consumer's cursor is past the last seq this store assigned: it
 // was not handed out by this feed (another store's, or this one's before a restore
-// from a backup, which reissues seqs). Served as it stands, the consumer would skip
-// every change up to its cursor without knowing.
+// the daemon has not opened yet). Served as it stands, the consumer would skip every
+// change up to its cursor without knowing.
 type AheadError struct {
 	After, Last uint64
 }
@@ -59,9 +60,31 @@ func (e *AheadError) Error() string {
 		e.After, e.Last, e.Last)
 }
 
+// RestoredError says a consumer's cursor was handed out before a restore, for
+// changes the restored store does not hold: the store went back to Restore.Seq, and
+// the seqs after it up to Restore.SkippedTo are never assigned again. The changes up
+// to Restore.Seq are the same as before; what changed in Slack since is reported
+// again, as new changes after Restore.SkippedTo.
+type RestoredError struct {
+	After   uint64
+	Restore rm.FeedRestore
+}
+
+func (e *RestoredError) Error() string {
+	return fmt.Sprintf("after=%d was handed out before the store was restored (%s, %s): the restored feed ends at seq %d, and seqs %d to %d are never used again; resynchronise from an export, then follow from seq %d — or follow from seq %d, and what changed since is reported again as new changes",
+		e.After, e.Restore.By, e.Restore.At.Format(time.RFC3339), e.Restore.Seq, e.Restore.Seq+1, e.Restore.SkippedTo,
+		e.Restore.SkippedTo, e.Restore.Seq)
+}
+
+// Is makes errors.Is(err, ErrGone) true for a *RestoredError: what the cursor
+// followed is gone, as for a pruned feed.
+func (e *RestoredError) Is(target error) bool { return target == ErrGone }
+
 // Read returns up to limit changes with seq > after that pass f, in seq order, and
-// the feed's bounds; it examines at most MaxScan changes. It fails with a *GoneError when changes after after were pruned,
-// and with an *AheadError when after is past the last seq.
+// the feed's bounds; it examines at most MaxScan changes. It fails with a
+// *RestoredError when after was handed out before a restore, for changes the
+// restored store does not hold, with a *GoneError when changes after after were
+// pruned, and with an *AheadError when after is past the last seq.
 func Read(tx rm.Tx, after uint64, limit int, f rm.ChangeFilter) (Page, error) {
 	oldest, last, err := tx.ChangeBounds()
 	if err != nil {
@@ -71,6 +94,15 @@ func Read(tx rm.Tx, after uint64, limit int, f rm.ChangeFilter) (Page, error) {
 		oldest = last + 1
 	}
 	p := Page{Changes: []rm.Change{}, Next: after, Oldest: oldest, Last: last}
+	restores, err := tx.FeedRestores()
+	if err != nil {
+		return p, err
+	}
+	for _, r := range restores {
+		if after > r.Seq && after <= r.SkippedTo {
+			return p, &RestoredError{After: after, Restore: r}
+		}
+	}
 	if after > last {
 		return p, &AheadError{After: after, Last: last}
 	}

@@ -24,7 +24,7 @@ func cmdBackup(ctx context.Context, c *cmdCtx) error {
 	if err != nil {
 		return err
 	}
-	if same, _ := sameFile(dst, cfg.Store.Path); same || dst == cfg.Store.Path {
+	if same, _ := boltstore.SameFile(dst, cfg.Store.Path); same || dst == cfg.Store.Path {
 		return usageErr("backup: %s is the store itself: give another file", c.args[0])
 	}
 	if st, err := os.Stat(filepath.Dir(dst)); err != nil || !st.IsDir() {
@@ -42,7 +42,10 @@ func cmdBackup(ctx context.Context, c *cmdCtx) error {
 	from := "store " + cfg.Store.Path
 	if r.api != nil {
 		from = "the running daemon at " + r.api.base
-		n, err = boltstore.WriteFileAtomic(dst, func(w io.Writer) (int64, error) { return r.api.stream("/v1/backup", w) })
+		n, err = boltstore.WriteFileAtomic(dst, func(w io.Writer) (int64, error) {
+			n, _, err := r.api.stream("/v1/backup", w)
+			return n, err
+		})
 	} else {
 		n, err = boltstore.WriteFileAtomic(dst, r.store.Backup)
 	}
@@ -58,17 +61,4 @@ func cmdBackup(ctx context.Context, c *cmdCtx) error {
 	}
 	fmt.Fprintf(c.env.Stdout, "backed up %s to %s (%d bytes)\n", from, dst, n)
 	return nil
-}
-
-// sameFile reports whether a and b are one existing file.
-func sameFile(a, b string) (bool, error) {
-	fa, err := os.Stat(a)
-	if err != nil {
-		return false, err
-	}
-	fb, err := os.Stat(b)
-	if err != nil {
-		return false, err
-	}
-	return os.SameFile(fa, fb), nil
 }

@@ -265,7 +265,7 @@ func dropOutbox(c *cmdCtx, cfg *config.Config) error {
 	if c.feed.webhook == "" {
 		return usageErr("outbox --drop: --webhook NAME is required: the webhook no longer configured whose rows to drop")
 	}
-	w, err := openWriter(cfg, "outbox --drop")
+	w, err := openWriter(cfg, "outbox --drop", c.env.Stderr)
 	if err != nil {
 		return err
 	}
@@ -312,7 +312,7 @@ func cmdRequeue(ctx context.Context, c *cmdCtx) error {
 		}
 		seqs = append(seqs, s)
 	}
-	w, err := openWriter(cfg, "requeue")
+	w, err := openWriter(cfg, "requeue", c.env.Stderr)
 	if err != nil {
 		return err
 	}

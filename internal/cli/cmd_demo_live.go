@@ -171,6 +171,10 @@ func checkDemoDir(cfgPath, storePath string) error {
 	if err := os.Remove(storePath); err != nil {
 		return fmt.Errorf("demo: removing the store of the last demo: %w", err)
 	}
+	// Its feed mark too: the new store's feed starts afresh, for a new workspace.
+	if err := os.Remove(boltstore.MarkPath(storePath)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("demo: removing the feed mark of the last demo: %w", err)
+	}
 	return nil
 }
 

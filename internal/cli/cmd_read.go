@@ -26,10 +26,25 @@ func cmdExport(ctx context.Context, c *cmdCtx) error {
 	}
 	defer func() { _ = r.Close() }() // read-only: nothing to lose on close
 	if r.api != nil {
-		_, err := r.api.stream("/v1/export", c.env.Stdout)
-		return err
+		_, h, err := r.api.stream("/v1/export", c.env.Stdout)
+		if err != nil {
+			return err
+		}
+		// Named as the export from the store file names them: everything else is out.
+		if bad, err := undecodableOf(h); err != nil || len(bad) > 0 {
+			return errors.Join(err, undecodableErr(bad))
+		}
+		return nil
 	}
 	return r.store.View(func(tx rm.Tx) error { return rm.Export(tx, c.env.Stdout, cfg.Conversations) })
+}
+
+// undecodableErr is the export's error for the records it skipped; nil for none.
+func undecodableErr(records []string) error {
+	if len(records) == 0 {
+		return nil
+	}
+	return &rm.UndecodableError{Records: records}
 }
 
 // cmdTrack is `slackpoll track [--record KEY] CHANNEL TS|LINK`: adds the message to the
@@ -45,7 +60,7 @@ func cmdTrack(ctx context.Context, c *cmdCtx) error {
 		return usageErr("track: %v", err)
 	}
 	ch, ts := ref.Channel, ref.TS
-	w, err := openWriter(cfg, "track")
+	w, err := openWriter(cfg, "track", c.env.Stderr)
 	if err != nil {
 		return err
 	}
@@ -89,7 +104,7 @@ func cmdUntrack(ctx context.Context, c *cmdCtx) error {
 	if !rm.ValidConversationID(ch) {
 		return usageErr("untrack: %q is not a Slack conversation ID (C…, G… or D…)", ch)
 	}
-	w, err := openWriter(cfg, "untrack")
+	w, err := openWriter(cfg, "untrack", c.env.Stderr)
 	if err != nil {
 		return err
 	}
@@ -119,7 +134,7 @@ func cmdRetry(ctx context.Context, c *cmdCtx) error {
 			return usageErr("retry: %q is not a Slack conversation ID (C…, G… or D…)", ch)
 		}
 	}
-	w, err := openWriter(cfg, "retry")
+	w, err := openWriter(cfg, "retry", c.env.Stderr)
 	if err != nil {
 		return err
 	}

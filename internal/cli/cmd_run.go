@@ -12,15 +12,20 @@ import (
 	boltstore "github.com/slackpoll/slackpoll/internal/bolt"
 	"github.com/slackpoll/slackpoll/internal/changefeed"
 	"github.com/slackpoll/slackpoll/internal/httpapi"
+	"github.com/slackpoll/slackpoll/internal/projection"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 	"github.com/slackpoll/slackpoll/internal/webhook"
 )
 
 // daemon is a wired store, source and poller.
 type daemon struct {
-	cfg    *config.Config
-	log    *slog.Logger
-	store  *boltstore.Store
+	cfg   *config.Config
+	log   *slog.Logger
+	store *boltstore.Store
+	// model is store as every component reads and writes it: watched, so that the
+	// SQL projection (proj) sees every commit.
+	model  *projection.Watched
+	proj   *projection.Runner
 	poller *rm.Poller
 	// metrics receive the Slack client's and the poller's hooks; the read API serves them.
 	metrics *httpapi.Metrics
@@ -55,7 +60,7 @@ func (c *cmdCtx) startDaemon() (*daemon, error) {
 	convs := slices.Clone(cfg.Conversations)
 	rl.conversations.Store(&convs)
 	log := newLogger(&rl.level, cfg.Log.Format, c.env.Stderr)
-	store, err := openStore(cfg)
+	store, err := openStore(cfg, log)
 	if err != nil {
 		return nil, err
 	}
@@ -66,7 +71,9 @@ func (c *cmdCtx) startDaemon() (*daemon, error) {
 		_ = store.Close() // the configuration error is the one to report
 		return nil, &exitError{ExitUsage, err}
 	}
-	d := &daemon{cfg: cfg, log: log, store: store, metrics: metrics, notifier: &changefeed.Notifier{}, reloadable: rl, slackNow: src.SlackNow}
+	d := &daemon{cfg: cfg, log: log, store: store, model: projection.Watch(store), metrics: metrics, notifier: &changefeed.Notifier{}, reloadable: rl, slackNow: src.SlackNow}
+	d.proj = projection.NewRunner(d.model, log, projectionSpecs(cfg)...)
+	metrics.SetProjections(d.proj.Statuses)
 	d.deliverer = d.newDeliverer()
 	metrics.SetWebhooks(webhookNames(cfg))
 	pc := pollerConfig(cfg, log)
@@ -74,9 +81,22 @@ func (c *cmdCtx) startDaemon() (*daemon, error) {
 	pc.ClockSkew = src.ClockSkew
 	pc.Feed = feedConfig(cfg)
 	pc.OnChanges = d.changesCommitted
-	d.poller = rm.NewPoller(store, src, pc)
+	d.poller = rm.NewPoller(d.model, src, pc)
+	d.warnRestored()
 	d.warnUnconfiguredOutbox()
 	return d, nil
+}
+
+// warnRestored logs the restore Open found: the store is older than the seqs its
+// feed had handed out (a backup copied into place; or, with no seq in the gap handed
+// out, a daemon that stopped without closing the store).
+func (d *daemon) warnRestored() {
+	r := d.store.Restored()
+	if r == nil {
+		return
+	}
+	d.log.Warn("change feed: the store is older than the seqs its feed handed out (a backup put in place, or the last daemon did not close the store): new changes start after the skipped seqs; a consumer's cursor among them gets 410 Gone with the restore point, and what changed in Slack since is reported again",
+		"restore_point", r.Seq, "skipped_to", r.SkippedTo)
 }
 
 // changesCommitted is the writer's commit hook: long polls and the deliverer wake.
@@ -102,19 +122,50 @@ func cmdRun(ctx context.Context, c *cmdCtx) (err error) {
 		return err
 	}
 	defer d.close(&err)
+	ctx, stopOnDamage := d.untilDamaged(ctx)
+	defer stopOnDamage()
 	stopHTTP, err := d.serveHTTP()
 	if err != nil {
 		return err
 	}
 	defer stopHTTP() // before the store closes: requests in flight still read it
+	// The API stops at the signal, whatever the poller is doing: a request it
+	// serves must not keep the daemon from exiting.
+	go func() { <-ctx.Done(); stopHTTP() }()
 	stopFeed := d.runFeed(ctx)
 	defer stopFeed() // deliveries in flight are abandoned; their lease frees the rows
 	d.watchHangup(ctx, c)
+	stopProj := d.runProjections(ctx)
+	defer func() {
+		// What the last tick wrote, while the shutdown allows; the rest is synced by
+		// the next start.
+		d.drainProjections(context.Background(), runDrain)
+		stopProj()
+	}()
 	d.log.Info("slackpoll started", "store", d.cfg.Store.Path, "conversations", len(d.cfg.Conversations),
 		"discover", d.cfg.Discover, "interval", d.cfg.Tick.Interval, "rate_profile", d.cfg.Slack.RateProfile)
 	err = d.poller.Run(ctx)
 	d.log.Info("slackpoll stopped")
+	if derr := d.store.Err(); derr != nil && err == nil {
+		return derr
+	}
 	return err
+}
+
+// untilDamaged returns ctx, also cancelled when the store meets damage — in a tick,
+// an API request or a delivery — so that the daemon stops (exit 1, the damage as its
+// error) instead of going on with a store that fails every transaction.
+func (d *daemon) untilDamaged(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-d.store.Failed():
+			d.log.Error("store damaged: stopping", "err", d.store.Err())
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
 }
 
 // cmdOnce is `slackpoll once`: one tick. A tick that stopped on budget or deadline, or
@@ -125,7 +176,15 @@ func cmdOnce(ctx context.Context, c *cmdCtx) (err error) {
 		return err
 	}
 	defer d.close(&err)
+	stopProj := d.runProjections(ctx)
+	defer stopProj()
 	_, err = d.poller.Tick(ctx)
+	if derr := d.store.Err(); derr != nil {
+		return derr // whatever part of the tick met it, the store fails every transaction now
+	}
+	if err == nil {
+		d.drainProjections(ctx, projectionDrain)
+	}
 	if d.deliverer != nil && err == nil {
 		d.deliverer.Sweep(ctx) // what the tick wrote to the outbox, once; the rest waits for run
 	}

@@ -2,7 +2,9 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,7 +12,9 @@ import (
 
 	bbolt "go.etcd.io/bbolt"
 
+	"github.com/slackpoll/slackpoll/config"
 	boltstore "github.com/slackpoll/slackpoll/internal/bolt"
+	"github.com/slackpoll/slackpoll/internal/httpapi"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 )
 
@@ -131,4 +135,98 @@ func TestUndecodableRecordIsSkippedByExportAndCountedByStatus(t *testing.T) {
 		t.Errorf("status exit %d, want 0; stderr:\n%s", code, errOut)
 	}
 	wantContains(t, "status", out, "undecodable stored records: 1", "C0AAAAAAA/"+string(bad))
+}
+
+// Through the daemon's API, export names an undecodable record as the export from
+// the store file does — everything else written, the record on stderr, exit 1 —
+// instead of a stream cut short with a transport error.
+func TestUndecodableRecordIsNamedByExportThroughTheAPI(t *testing.T) {
+	path, bad := spoiledStoreFile(t)
+	s, err := boltstore.Open(path, boltstore.Options{}) // held, as by `slackpoll run`
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	srv := httptest.NewServer(httpapi.New(httpapi.Options{Store: s, Configured: []string{"C0AAAAAAA"}}))
+	defer srv.Close()
+	cfg := writeConfig(t, cfgOpts{store: path, listen: srv.Listener.Addr().String(), convs: []string{"C0AAAAAAA"}})
+	code, out, errOut := runCLI(context.Background(), "export", "--config", cfg)
+	if code != ExitRuntime {
+		t.Errorf("export exit %d, want %d; stderr:\n%s", code, ExitRuntime, errOut)
+	}
+	wantContains(t, "export stdout", out, `"kind":"conversation"`, "1700000001.000000", "1700000003.000000")
+	wantContains(t, "export stderr", errOut, "C0AAAAAAA/"+string(bad), "undecodable")
+	if strings.Contains(errOut, "cut the answer short") {
+		t.Errorf("export through the API reports a cut stream:\n%s", errOut)
+	}
+}
+
+// flipFirst flips bit 2 of byte at of the first value of a top-level bucket of the
+// store file at path (the store closed).
+func flipFirst(t *testing.T, path, bucket string, at int) {
+	t.Helper()
+	db, err := bbolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	err = db.Update(func(btx *bbolt.Tx) error {
+		b := btx.Bucket([]byte(bucket))
+		k, v := b.Cursor().First()
+		if k == nil {
+			return fmt.Errorf("bucket %s is empty", bucket)
+		}
+		nv := append([]byte(nil), v...)
+		nv[at] ^= 0x04
+		return b.Put(k, nv)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// One flipped bit in the tail index or the watched set — both derived from the
+// messages — stopped `once` and `run` at every start (a tick that cannot read them
+// fails), and status's check did not see it. Status now reports them, and the
+// daemon skips them, reports them and rebuilds them.
+func TestDamagedIndexesStopNothingAndStatusSeesThem(t *testing.T) {
+	_, cfg := onceWorkspace(t)
+	once(t, cfg)
+	code, out, errOut := runCLI(context.Background(), "export", "--config", cfg)
+	if code != ExitOK {
+		t.Fatalf("export: %d %s", code, errOut)
+	}
+	var line struct {
+		Channel string `json:"channel"`
+		TS      string `json:"ts"`
+	}
+	if err := json.Unmarshal([]byte(strings.Split(out, "\n")[1]), &line); err != nil || line.TS == "" {
+		t.Fatalf("export's second line %q: %v", strings.Split(out, "\n")[1], err)
+	}
+	if code, _, errOut := runCLI(context.Background(), "track", "--config", cfg, "--record", "ticket-1", line.Channel, line.TS); code != ExitOK {
+		t.Fatalf("track: %d %s", code, errOut)
+	}
+	c, err := config.Load(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flipFirst(t, c.Store.Path, "tail", 1+rm.TSKeyLen+1+3) // a digit of the first entry's ts
+	flipFirst(t, c.Store.Path, "watched", 3)              // a digit of the entry's ts
+
+	code, out, errOut = runCLI(context.Background(), "status", "--config", cfg)
+	if code != ExitOK {
+		t.Fatalf("status: %d %s", code, errOut)
+	}
+	wantContains(t, "status of the damaged store", out, "tail index entry", "watched set entry", "rebuilt by the daemon's next write")
+
+	if code, _, errOut := runCLI(context.Background(), "once", "--config", cfg); code != ExitOK {
+		t.Fatalf("once on a store with a damaged tail index and watched set: exit %d: %s", code, errOut)
+	}
+	_, out, _ = runCLI(context.Background(), "status", "--config", cfg)
+	if strings.Contains(out, "tail index") || strings.Contains(out, "watched set") {
+		t.Errorf("status after once still reports the indexes:\n%s", out)
+	}
+	if code, out, errOut := runCLI(context.Background(), "show", "--config", cfg, "--record", "ticket-1"); code != ExitOK || !strings.Contains(out, line.TS) {
+		t.Errorf("show --record ticket-1 after the rebuild: %d %s %s", code, out, errOut)
+	}
 }

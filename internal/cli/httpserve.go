@@ -7,7 +7,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path/filepath"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/slackpoll/slackpoll/internal/httpapi"
@@ -19,9 +21,10 @@ import (
 const httpShutdownTimeout = 2 * time.Second
 
 // serveHTTP starts the read API on http.listen, if set, and returns the function that
-// shuts it down (waiting up to httpShutdownTimeout for requests in flight). The
-// address is bound before it returns, so a taken port fails the start. A listen
-// address that is not loopback is served with a warning: the API shows message texts.
+// shuts it down (waiting up to httpShutdownTimeout for requests in flight, then
+// cutting them); calling it again waits for the first call. The address is bound
+// before it returns, so a taken port fails the start. A listen address that is not
+// loopback is served with a warning: the API shows message texts.
 func (d *daemon) serveHTTP() (stop func(), err error) {
 	listen := d.cfg.HTTP.Listen
 	if listen == "" {
@@ -33,11 +36,12 @@ func (d *daemon) serveHTTP() (stop func(), err error) {
 		return nil, fmt.Errorf("http.listen %s: %w (is another slackpoll or program using the port?)", listen, err)
 	}
 	h := httpapi.New(httpapi.Options{
-		Store: d.store, Configured: d.cfg.Conversations, Interval: d.cfg.Tick.Interval.D(),
+		Store: d.model, Projections: d.proj, Configured: d.cfg.Conversations, Interval: d.cfg.Tick.Interval.D(),
 		Token: d.cfg.HTTP.Token.Reveal(), Ready: d.metrics.Ready, Metrics: d.metrics, Logger: d.log, Listen: listen,
 		Notifier: d.notifier, OnRequeue: d.wakeDeliverer, Webhooks: webhookNames(d.cfg), Running: d.poller.Running,
 		CurrentConfigured: d.reloadable.configured, AllowedHosts: d.cfg.HTTP.AllowedHosts,
-		MCP: d.mcpServer().Handler(),
+		SpoolDir: filepath.Dir(d.cfg.Store.Path),
+		MCP:      d.mcpServer().Handler(),
 	})
 	srv := httpapi.NewServer(listen, h)
 	srv.RegisterOnShutdown(d.notifier.Close) // long polls answer now, not when cut
@@ -49,13 +53,16 @@ func (d *daemon) serveHTTP() (stop func(), err error) {
 		}
 	}()
 	d.log.Info("http api listening", "addr", ln.Addr().String())
+	var once sync.Once
 	return func() {
-		ctx, cancel := context.WithTimeout(context.Background(), httpShutdownTimeout)
-		defer cancel()
-		if err := srv.Shutdown(ctx); err != nil {
-			_ = srv.Close() // requests still running after the timeout are cut
-		}
-		<-done
+		once.Do(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), httpShutdownTimeout)
+			defer cancel()
+			if err := srv.Shutdown(ctx); err != nil {
+				_ = srv.Close() // requests still running after the timeout are cut
+			}
+			<-done
+		})
 	}, nil
 }
 

@@ -31,11 +31,11 @@ const mcpLockTimeout = time.Millisecond
 // keeps `slackpoll run` from starting.
 func mcpOpener(cfg *config.Config) func(context.Context) (mcp.Reader, func(), error) {
 	return func(ctx context.Context) (mcp.Reader, func(), error) {
-		r, err := openStoreOrAPI(cfg, true, "slackpoll mcp", mcpLockTimeout)
+		r, err := openStoreOrAPI(cfg, true, "slackpoll mcp", mcpLockTimeout, nil)
 		if err == nil && r.api != nil && !r.api.healthy(ctx) {
 			// Nobody answers: the lock is a short command's. Wait for it as the
 			// read commands do; the API's error says what to do if it is not.
-			r, err = openStoreOrAPI(cfg, true, "slackpoll mcp", readLockTimeout)
+			r, err = openStoreOrAPI(cfg, true, "slackpoll mcp", readLockTimeout, nil)
 		}
 		if err != nil {
 			return nil, nil, err

@@ -45,9 +45,9 @@ func newLogger(level slog.Leveler, format string, w io.Writer) *slog.Logger {
 }
 
 // openStore opens the read-write store (creating it), failing within a second when
-// another process holds it.
-func openStore(cfg *config.Config) (*boltstore.Store, error) {
-	return boltstore.Open(cfg.Store.Path, boltstore.Options{})
+// another process holds it; log gets what the store repairs by itself.
+func openStore(cfg *config.Config, log *slog.Logger) (*boltstore.Store, error) {
+	return boltstore.Open(cfg.Store.Path, boltstore.Options{Logger: log})
 }
 
 // newSource builds the slack-go source of the config; httpClient may be nil.

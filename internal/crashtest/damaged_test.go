@@ -12,31 +12,39 @@ import (
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 )
 
-// writeDamagedStore writes a store of 3,000 messages and damages it with damage.
-func writeDamagedStore(t *testing.T, path string, damage func(f *os.File, size int64) error) {
+// writeStore writes a store at path holding conversation channel with n messages of
+// text, in transactions of 256.
+func writeStore(t *testing.T, path, channel string, n int, text string) {
 	t.Helper()
 	s, err := boltstore.Open(path, boltstore.Options{NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = s.Update(func(tx rm.Tx) error {
-		if err := tx.PutConversation(rm.Conversation{ID: "C0GENERAL", Name: "general", Type: rm.TypePublicChannel, Status: rm.StatusOK}); err != nil {
-			return err
-		}
-		for i := range 3000 {
-			m := rm.Message{Channel: "C0GENERAL", TS: rm.TS(fmt.Sprintf("17000%05d.000000", i)), User: "U1", Text: strings.Repeat("text ", 20)}
-			if err := tx.PutMessage(m); err != nil {
+	for i := 0; i < n; i += 256 {
+		err := s.Update(func(tx rm.Tx) error {
+			if err := tx.PutConversation(rm.Conversation{ID: channel, Name: strings.ToLower(channel), Type: rm.TypePublicChannel, Status: rm.StatusOK}); err != nil {
 				return err
 			}
+			for j := i; j < min(i+256, n); j++ {
+				if err := tx.PutMessage(rm.Message{Channel: channel, TS: rm.TS(fmt.Sprintf("16%08d.000000", j)), User: "U1", Text: text}); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// writeDamagedStore writes a store of 3,000 messages and damages it with damage.
+func writeDamagedStore(t *testing.T, path string, damage func(f *os.File, size int64) error) {
+	t.Helper()
+	writeStore(t, path, "C0GENERAL", 3000, strings.Repeat("text ", 20))
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		t.Fatal(err)

@@ -84,12 +84,10 @@ func newEnv(t *testing.T, seed int64) *env {
 	return e
 }
 
-// addLongThreads posts n threads of three pages each in the first readable public
-// channel, so that every seed has threads a kill can cut between two pages (the
-// generated ones are mostly shorter than a page).
-func (e *env) addLongThreads(n int) {
+// publicChannel returns the first readable public channel of the workspace and a
+// user who can post in it.
+func (e *env) publicChannel() (channel, user string) {
 	truth := e.fake.Truth()
-	var channel, user string
 	for _, c := range truth.Conversations {
 		if c.Status == rm.StatusOK && c.Type == rm.TypePublicChannel {
 			channel = c.ID
@@ -102,6 +100,14 @@ func (e *env) addLongThreads(n int) {
 			break
 		}
 	}
+	return channel, user
+}
+
+// addLongThreads posts n threads of three pages each in the first readable public
+// channel, so that every seed has threads a kill can cut between two pages (the
+// generated ones are mostly shorter than a page).
+func (e *env) addLongThreads(n int) {
+	channel, user := e.publicChannel()
 	for i := range n {
 		parent, err := e.fake.Post(channel, user, fmt.Sprintf("long thread %d", i))
 		if err != nil {

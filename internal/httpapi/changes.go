@@ -22,10 +22,12 @@ const (
 	maxChangesWait = 50 * time.Second
 )
 
-// goneBody is the body of a 410: the consumer is behind the feed's retention.
+// goneBody is the body of a 410: the consumer is behind the feed's retention, or
+// its cursor was handed out before a restore (Restore set: the restore point).
 type goneBody struct {
-	Error  string `json:"error"`
-	Oldest uint64 `json:"oldest"`
+	Error   string          `json:"error"`
+	Oldest  uint64          `json:"oldest"`
+	Restore *rm.FeedRestore `json:"restore,omitempty"`
 }
 
 // aheadBody is the body of a 409: the consumer's cursor is past the feed's last seq.
@@ -38,7 +40,8 @@ type aheadBody struct {
 // a changefeed.Page ({"items", "next_cursor", "oldest", "last"}) of the changes after
 // SEQ in seq order. With wait, an empty
 // answer is held until a change arrives or wait passes (a long poll). 410 when the
-// changes after SEQ were pruned, 409 when SEQ is past the last seq.
+// changes after SEQ were pruned, or SEQ was handed out before a restore (with the
+// restore point), 409 when SEQ is past the last seq.
 func (a *api) changes(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	after, err := uintParam(q.Get("after"), 0)
@@ -84,7 +87,11 @@ func (a *api) changes(w http.ResponseWriter, r *http.Request) {
 		})
 		var gone *changefeed.GoneError
 		var ahead *changefeed.AheadError
+		var restored *changefeed.RestoredError
 		switch {
+		case errors.As(err, &restored):
+			writeJSON(w, http.StatusGone, goneBody{Error: restored.Error(), Oldest: p.Oldest, Restore: &restored.Restore})
+			return
 		case errors.As(err, &gone):
 			writeJSON(w, http.StatusGone, goneBody{Error: gone.Error(), Oldest: gone.Oldest})
 			return

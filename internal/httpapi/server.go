@@ -17,9 +17,11 @@
 //	GET  /v1/outbox                               ?webhook=&parked=true → {"items": [outbox rows]}
 //	POST /v1/outbox/requeue                       {"webhook","seqs"} → {"requeued": n}
 //	POST /v1/outbox/drop                          {"webhook"} → {"dropped": n}, a webhook no longer configured
-//	GET  /v1/export                               the whole read model as JSON Lines (slackpoll export)
+//	GET  /v1/export                               the whole read model as JSON Lines (slackpoll export); header Slackpoll-Undecodable-Records names the records skipped
 //	GET  /v1/backup                               a consistent copy of the store file (slackpoll backup)
 //	GET  /v1/openapi.json                         the OpenAPI 3.1 document of every route (openapi.yaml)
+//	GET  /v1/search                               ?q=&channel=&user=&after=&before=&record=&limit=&cursor= → {"items": [hits], "next_cursor": "…"}
+//	POST /v1/projection/rebuild                   rebuild the SQL projection from the store → {"rebuilding": n}
 //	GET  /healthz                                 200 while the process serves; no token needed
 //	GET  /readyz                                  200 when the store is open and Ready() is nil
 //	GET  /metrics                                 Prometheus text format, names slackpoll_*
@@ -37,6 +39,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/slackpoll/slackpoll/internal/changefeed"
@@ -87,6 +90,17 @@ type Options struct {
 	// MCP, if set, is served at /mcp behind the API's checks (host, origin, token,
 	// JSON): the MCP server's Streamable HTTP handler (internal/mcp).
 	MCP http.Handler
+	// Projections, if set, serves GET /v1/search and POST /v1/projection/rebuild
+	// and adds the projection's state to the status report and the metrics.
+	Projections Projections
+	// SpoolDir is where GET /v1/export and GET /v1/backup make their answer before
+	// sending it (a file as large as the answer, removed once sent); "" is
+	// os.TempDir(). The daemon uses the store's directory.
+	SpoolDir string
+	// StreamChunkTimeout is how long a client may take to read each 64 KiB of a
+	// streamed answer (export, backup) before it is cut off; ≤ 0 is
+	// DefaultStreamChunkTimeout (20s).
+	StreamChunkTimeout time.Duration
 }
 
 // api holds the handlers' dependencies.
@@ -103,6 +117,11 @@ type api struct {
 	metrics    *Metrics
 	running    func() (rm.TickRunning, bool)
 	current    func() []string
+	// projections is nil when the daemon runs no SQL projection.
+	projections Projections
+	// spoolDir and chunkTimeout are Options.SpoolDir and StreamChunkTimeout.
+	spoolDir     string
+	chunkTimeout time.Duration
 }
 
 // configuredNow is the configured conversations as of now (Options.CurrentConfigured).
@@ -121,6 +140,14 @@ func New(opts Options) http.Handler {
 		ready: opts.Ready, log: opts.Logger, now: opts.Now,
 		notifier: opts.Notifier, onRequeue: opts.OnRequeue, webhooks: opts.Webhooks,
 		running: opts.Running, current: opts.CurrentConfigured,
+		projections: opts.Projections,
+		spoolDir:    opts.SpoolDir, chunkTimeout: opts.StreamChunkTimeout,
+	}
+	if a.spoolDir == "" {
+		a.spoolDir = os.TempDir()
+	}
+	if a.chunkTimeout <= 0 {
+		a.chunkTimeout = DefaultStreamChunkTimeout
 	}
 	if a.log == nil {
 		a.log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -178,6 +205,8 @@ func (a *api) routes(mux router) {
 	mux.HandleFunc("POST /v1/outbox/drop", a.drop)
 	mux.HandleFunc("GET /v1/export", a.export)
 	mux.HandleFunc("GET /v1/backup", a.backup)
+	mux.HandleFunc("GET /v1/search", a.search)
+	mux.HandleFunc("POST /v1/projection/rebuild", a.rebuild)
 	mux.HandleFunc("GET /healthz", healthz)
 	mux.HandleFunc("GET /readyz", a.readyz)
 	mux.HandleFunc("GET /v1/openapi.json", openapi)

@@ -57,6 +57,24 @@ func ChangeKinds() []string {
 // meaning changes (README, "Change feed and webhooks").
 const ChangeVersion = 1
 
+// FeedRestore is one restore of the store (README, "Change feed and webhooks";
+// docs/operating.md, "Backup and restore"): the feed was found to end at Seq while
+// seqs up to SkippedTo may have been handed out by the store it replaced. The changes
+// up to Seq are the ones handed out before, with the same seqs and ids; seqs
+// Seq+1..SkippedTo are never assigned again, and new changes start after SkippedTo.
+// A cursor in Seq+1..SkippedTo was handed out before the restore, for changes the
+// restored store does not hold: it gets 410 Gone with the restore point.
+type FeedRestore struct {
+	Seq       uint64    `json:"seq"`
+	SkippedTo uint64    `json:"skipped_to"`
+	At        time.Time `json:"at"`
+	// By says how the restore was found: "slackpoll restore", or "open" when the
+	// daemon found the store older than the feed mark next to it (a copy of a backup
+	// put in place; also after a daemon that stopped without closing the store, when
+	// no seq in the gap was handed out).
+	By string `json:"by"`
+}
+
 // Change is one event of the change feed, as stored, served by GET /v1/changes and
 // POSTed to webhooks (README, "Change feed").
 type Change struct {
@@ -64,11 +82,13 @@ type Change struct {
 	// change stored before the field existed decodes as 1).
 	Version int `json:"version"`
 	// Seq orders the feed: assigned from the store's sequence when the change is
-	// written, strictly increasing, never reused. It is the consumer's cursor.
+	// written, strictly increasing, never reused, not always consecutive (a restore
+	// skips the seqs the replaced store may have handed out). It is the consumer's
+	// cursor.
 	Seq uint64 `json:"seq"`
 	// ID is the event's receipt key: 32 random hex digits, unique across stores
-	// (a store restored from a backup reissues seqs, never IDs). A receiver dedupes
-	// on it: delivery is at least once.
+	// (a change delivered again from a restored store keeps its ID). A receiver
+	// dedupes on it: delivery is at least once.
 	ID   string `json:"id"`
 	Kind string `json:"kind"`
 	// Channel is the conversation; "" for user_renamed.

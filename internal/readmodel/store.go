@@ -121,6 +121,9 @@ type Tx interface {
 	ChangeBounds() (oldest, last uint64, err error)
 	// DeleteChange removes one change (retention); an absent one is not an error.
 	DeleteChange(seq uint64) error
+	// FeedRestores lists the times the feed was found older than the seqs it had
+	// handed out (a restore), oldest first.
+	FeedRestores() ([]FeedRestore, error)
 
 	OutboxTx
 

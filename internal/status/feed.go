@@ -3,6 +3,7 @@ package status
 import (
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/slackpoll/slackpoll/internal/changefeed"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
@@ -16,6 +17,10 @@ type Feed struct {
 	OldestSeq uint64 `json:"oldest_seq"`
 	// Outbox is, per webhook with rows, what waits for delivery.
 	Outbox []Outbox `json:"outbox"`
+	// LastRestore is the store's last restore, null when it was never restored:
+	// seqs after its seq up to skipped_to are never used, and a cursor among them
+	// gets 410 Gone.
+	LastRestore *rm.FeedRestore `json:"last_restore"`
 }
 
 // Outbox is one webhook's undelivered rows.
@@ -48,6 +53,13 @@ func (r *Report) addFeed(tx rm.Tx, webhooks []string) error {
 		oldest = last + 1
 	}
 	r.Feed = Feed{LastSeq: last, OldestSeq: oldest, Outbox: []Outbox{}}
+	restores, err := tx.FeedRestores()
+	if err != nil {
+		return err
+	}
+	if n := len(restores); n > 0 {
+		r.Feed.LastRestore = &restores[n-1]
+	}
 	stats, err := changefeed.OutboxStats(tx)
 	if err != nil {
 		return err
@@ -78,6 +90,9 @@ func (r *Report) writeFeed(p *printer) {
 		p.line("change feed: no change yet")
 	} else {
 		p.line("change feed: last seq %d, oldest held %d", f.LastSeq, f.OldestSeq)
+	}
+	if r := f.LastRestore; r != nil {
+		p.line("change feed: restored %s (%s) to seq %d; seqs %d to %d are never used", r.At.Format(time.RFC3339), r.By, r.Seq, r.Seq+1, r.SkippedTo)
 	}
 	for _, o := range f.Outbox {
 		if o.NotConfigured {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/slackpoll/slackpoll/internal/projection"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 )
 
@@ -42,6 +43,9 @@ type Report struct {
 	// read): "message C1/1700000000.000100: <error>". Read from the store file,
 	// status decodes every record; from the daemon, they are those its reads met.
 	UndecodableRecords []string `json:"undecodable_records"`
+	// Projections are the SQL projection's targets: state, cursor and lag (seq and
+	// seconds) behind the change feed (docs/sql.md).
+	Projections []projection.Status `json:"projections"`
 }
 
 // Conversation is one conversation's state: its export fields (README, "Commands" (export)), the
@@ -152,6 +156,9 @@ type Input struct {
 	// Webhooks are the configured webhook names: outbox rows of another name (a
 	// webhook removed or renamed) are reported as not configured.
 	Webhooks []string
+	// Projections are the SQL projection's targets, as the daemon's projectors (or
+	// the files, read by the status command) say.
+	Projections []projection.Status
 }
 
 // Build computes the report from one read transaction. Errors are storage errors.
@@ -212,6 +219,7 @@ func BuildCoverage(tx rm.Tx, in Input) (Report, error) {
 			r.NextTickAt = nil // the next one starts after this one
 		}
 	}
+	r.Projections = append([]projection.Status{}, in.Projections...)
 	return r, nil
 }
 
@@ -376,4 +384,28 @@ func utc(t *time.Time) *time.Time {
 func seconds(d time.Duration) *float64 {
 	s := d.Seconds()
 	return &s
+}
+
+// Freshness returns the worst-case staleness, in seconds, of the tracked class (the
+// report's coverage.worst_case_staleness_seconds) and of the watched class (its
+// rotation plus one interval), from one read transaction: what a search hit says of
+// how stale it may be. nil when not known yet.
+func Freshness(tx rm.Tx, interval time.Duration, now time.Time) (projection.Freshness, error) {
+	r := Report{GeneratedAt: now.UTC(), IntervalSeconds: interval.Seconds()}
+	if err := r.addConversations(tx, nil); err != nil {
+		return projection.Freshness{}, err
+	}
+	if err := r.addCoverage(tx); err != nil {
+		return projection.Freshness{}, err
+	}
+	s, ok, err := tx.LastTick()
+	if err != nil || !ok {
+		return projection.Freshness{}, err
+	}
+	r.addTick(s, interval)
+	f := projection.Freshness{Tracked: r.Coverage.WorstCaseStalenessSeconds}
+	if w := r.Coverage.WatchedRotationSeconds; w != nil {
+		f.Watched = seconds(time.Duration(*w*float64(time.Second)) + interval)
+	}
+	return f, nil
 }
