@@ -386,26 +386,14 @@ func seconds(d time.Duration) *float64 {
 	return &s
 }
 
-// Freshness returns the worst-case staleness, in seconds, of the tracked class (the
-// report's coverage.worst_case_staleness_seconds) and of the watched class (its
-// rotation plus one interval), from one read transaction: what a search hit says of
-// how stale it may be. nil when not known yet.
+// Freshness returns the worst-case staleness, in seconds, of the tracked class and
+// of the watched class (Report.ClassStaleness), from one read transaction: what a
+// search hit says of how stale it may be. nil when not known yet.
 func Freshness(tx rm.Tx, interval time.Duration, now time.Time) (projection.Freshness, error) {
-	r := Report{GeneratedAt: now.UTC(), IntervalSeconds: interval.Seconds()}
-	if err := r.addConversations(tx, nil); err != nil {
+	r, err := BuildCoverage(tx, Input{Interval: interval, Now: now})
+	if err != nil {
 		return projection.Freshness{}, err
 	}
-	if err := r.addCoverage(tx); err != nil {
-		return projection.Freshness{}, err
-	}
-	s, ok, err := tx.LastTick()
-	if err != nil || !ok {
-		return projection.Freshness{}, err
-	}
-	r.addTick(s, interval)
-	f := projection.Freshness{Tracked: r.Coverage.WorstCaseStalenessSeconds}
-	if w := r.Coverage.WatchedRotationSeconds; w != nil {
-		f.Watched = seconds(time.Duration(*w*float64(time.Second)) + interval)
-	}
-	return f, nil
+	tracked, watched := r.ClassStaleness()
+	return projection.Freshness{Tracked: tracked, Watched: watched}, nil
 }
