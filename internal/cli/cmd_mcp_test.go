@@ -4,13 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	boltstore "github.com/slackpoll/slackpoll/internal/bolt"
+	"github.com/slackpoll/slackpoll/internal/httpapi"
 	"github.com/slackpoll/slackpoll/internal/mcp"
+	"github.com/slackpoll/slackpoll/internal/projection"
 	"github.com/slackpoll/slackpoll/internal/readfixture"
 )
 
@@ -74,8 +79,12 @@ func TestMCPOnStdioReadsTheStoreOrTheDaemon(t *testing.T) {
 				if err := f.Store.Close(); err != nil {
 					t.Fatal(err)
 				}
+				// The SQLite projection search reads, as once or run leave it.
+				if code, out, errOut := runCLI(t.Context(), "projection", "rebuild", "--config", writeConfig(t, o)); code != ExitOK {
+					t.Fatalf("projection rebuild: %d %s%s", code, out, errOut)
+				}
 			} else {
-				o.listen = daemonAPI(t, f, "s3cret")
+				o.listen = daemonAPIWithSearch(t, f, "s3cret")
 			}
 			cs := startMCP(t, writeConfig(t, o))
 
@@ -106,6 +115,16 @@ func TestMCPOnStdioReadsTheStoreOrTheDaemon(t *testing.T) {
 			if len(p.Messages) != 2 || p.Messages[0].TS != f.Own || len(p2.Messages) != 2 || p2.Messages[0].TS != f.Parent || p2.NextCursor != "" {
 				t.Errorf("read_conversation pages: %v then %v (%q)", tsOf(p.Messages), tsOf(p2.Messages), p2.NextCursor)
 			}
+			var found mcp.SearchOutput
+			callTool(t, cs, "search_messages", map[string]any{"query": "deploy"}, &found)
+			if len(found.Hits) != 1 || found.Hits[0].TS != f.Parent || found.Hits[0].Class != mcp.ClassWatched {
+				t.Errorf("search_messages deploy = %+v", found)
+			}
+			var secret mcp.SearchOutput
+			callTool(t, cs, "search_messages", map[string]any{"query": readfixture.DMKeyword}, &secret)
+			if len(secret.Hits) != 0 {
+				t.Errorf("search_messages %s shows %+v", readfixture.DMKeyword, secret.Hits)
+			}
 			var ch mcp.ChangesSinceOutput
 			callTool(t, cs, "changes_since", map[string]any{"seq": 0}, &ch)
 			for _, c := range ch.Changes {
@@ -119,6 +138,29 @@ func TestMCPOnStdioReadsTheStoreOrTheDaemon(t *testing.T) {
 			}
 		})
 	}
+}
+
+// daemonAPIWithSearch is daemonAPI with a running SQLite projection, so that
+// GET /v1/search answers, as the daemon's does.
+func daemonAPIWithSearch(t *testing.T, f *readfixture.Fixture, token string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "p.sqlite")
+	r := projection.NewRunner(projection.Watch(f.Store), nil, projection.Spec{Kind: projection.KindSQLite, Name: path,
+		Open: func(ctx context.Context) (*projection.Target, error) { return projection.OpenSQLite(ctx, path) }})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); r.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	wctx, wcancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer wcancel()
+	if err := r.WaitIdle(wctx); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(httpapi.New(httpapi.Options{
+		Store: f.Store, Configured: f.Configured, Interval: readfixture.Interval, Token: token, Now: f.Clock.Now, Projections: r,
+	}))
+	t.Cleanup(srv.Close)
+	return srv.Listener.Addr().String()
 }
 
 func tsOf(ms []mcp.Message) []string {

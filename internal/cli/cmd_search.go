@@ -86,15 +86,10 @@ func cmdSearch(ctx context.Context, c *cmdCtx) error {
 }
 
 // searchOffline searches the projection's database directly: SQLite when it is on,
-// else Postgres.
+// else Postgres. A note about its lag goes to stderr.
 func searchOffline(ctx context.Context, c *cmdCtx, cfg *config.Config, store rm.Store, q projection.Query) (projection.Page, error) {
-	t, err := openProjectionReader(ctx, cfg)
-	if err != nil {
-		return projection.Page{}, err
-	}
-	defer func() { _ = t.Close() }()
 	var fr projection.Freshness
-	err = store.View(func(tx rm.Tx) error {
+	err := store.View(func(tx rm.Tx) error {
 		var err error
 		fr, err = status.Freshness(tx, cfg.Tick.Interval.D(), time.Now())
 		return err
@@ -102,17 +97,32 @@ func searchOffline(ctx context.Context, c *cmdCtx, cfg *config.Config, store rm.
 	if err != nil {
 		return projection.Page{}, err
 	}
+	page, lag, err := searchProjection(ctx, cfg, store, q, fr)
+	if lag > 0 {
+		fmt.Fprintf(c.env.Stderr, "slackpoll: note: the projection is %d changes behind the store; the daemon brings it up to date when it starts\n", lag)
+	}
+	return page, err
+}
+
+// searchProjection searches the projection's database, opened read-only for the
+// search, with the freshness fr; lag is how many changes of store's feed it has not
+// applied (the daemon applies them when it starts). slackpoll search and, with no
+// daemon, slackpoll mcp search this way.
+func searchProjection(ctx context.Context, cfg *config.Config, store rm.Store, q projection.Query, fr projection.Freshness) (page projection.Page, lag uint64, err error) {
+	t, err := openProjectionReader(ctx, cfg)
+	if err != nil {
+		return projection.Page{}, 0, err
+	}
+	defer func() { _ = t.Close() }()
 	st, err := projection.Offline(ctx, store, t)
 	if err != nil {
-		return projection.Page{}, err
+		return projection.Page{}, 0, err
 	}
 	if st.TeamID == "" {
-		return projection.Page{}, projection.ErrNoTeam
+		return projection.Page{}, 0, projection.ErrNoTeam
 	}
-	if st.LagSeq > 0 {
-		fmt.Fprintf(c.env.Stderr, "slackpoll: note: the %s projection is %d changes behind the store; the daemon brings it up to date when it starts\n", t.Kind(), st.LagSeq)
-	}
-	return t.Search(ctx, st.TeamID, q, fr)
+	page, err = t.Search(ctx, st.TeamID, q, fr)
+	return page, st.LagSeq, err
 }
 
 // openProjectionReader opens the configured projection read-only: SQLite when it

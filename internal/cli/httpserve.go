@@ -68,7 +68,8 @@ func (d *daemon) serveHTTP() (stop func(), err error) {
 
 // mcpServer is the MCP server of /mcp: it reads the daemon's own store.
 func (d *daemon) mcpServer() *mcp.Server {
-	reader := &mcp.StoreReader{Store: d.store, CurrentConfigured: d.reloadable.configured, Interval: d.cfg.Tick.Interval.D(), DaemonRunning: true}
+	reader := &mcp.StoreReader{Store: d.store, CurrentConfigured: d.reloadable.configured, Interval: d.cfg.Tick.Interval.D(), DaemonRunning: true,
+		Searcher: d.proj.Search}
 	return mcp.New(mcp.Options{
 		Open:    func(context.Context) (mcp.Reader, func(), error) { return reader, func() {}, nil },
 		Policy:  mcp.Policy{Conversations: d.cfg.MCP.Conversations},

@@ -3,12 +3,14 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -39,8 +41,8 @@ func demoStore(t *testing.T) string {
 
 // The demo's store answers an agent: `slackpoll mcp`, started as a subprocess by the
 // SDK's own command transport as a desktop agent starts it, lists its tools and the
-// conversations (no DM or group DM of the demo's workspace among them), reads a
-// thread and a message by its Slack link.
+// conversations (no DM or group DM of the demo's workspace among them), searches,
+// reads a thread and a message by its Slack link.
 func TestMCPSubprocessAnswersFromTheDemoStore(t *testing.T) {
 	bin := buildBinary(t)
 	cfg := demoStore(t)
@@ -70,7 +72,7 @@ func TestMCPSubprocessAnswersFromTheDemoStore(t *testing.T) {
 		}
 		tools = append(tools, tool.Name)
 	}
-	for _, want := range []string{"list_conversations", "read_conversation", "read_thread", "get_message", "changes_since", "freshness"} {
+	for _, want := range []string{"list_conversations", "read_conversation", "read_thread", "get_message", "search_messages", "changes_since", "freshness"} {
 		if !strings.Contains(strings.Join(tools, " "), want) {
 			t.Errorf("tools %v lack %s", tools, want)
 		}
@@ -118,6 +120,16 @@ func TestMCPSubprocessAnswersFromTheDemoStore(t *testing.T) {
 	}
 	if thread == nil || plain == nil {
 		t.Fatalf("the demo store has no thread (%v) or no plain message (%v)", thread, plain)
+	}
+	// Search finds the plain message by its first word, in its conversation and
+	// second (the projection once left).
+	word := strings.FieldsFunc(plain.Text, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })[0]
+	sec := plain.TS.Unix()
+	var found mcp.SearchOutput
+	callTool(t, cs, "search_messages", map[string]any{"query": word, "channel": plain.Channel,
+		"after": fmt.Sprintf("%d.000000", sec-1), "before": fmt.Sprintf("%d.000000", sec+1)}, &found)
+	if len(found.Hits) != 1 || found.Hits[0].TS != plain.TS || found.Hits[0].LastPolledAt == nil || found.Hits[0].Class == "" {
+		t.Errorf("search_messages %q in %s around %s = %+v, want that message with its freshness", word, plain.Channel, plain.TS, found)
 	}
 	var th mcp.ReadThreadOutput
 	callTool(t, cs, "read_thread", map[string]any{"channel": thread.Channel, "ts": string(thread.TS)}, &th)

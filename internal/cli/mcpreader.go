@@ -14,6 +14,7 @@ import (
 	"github.com/slackpoll/slackpoll/internal/changefeed"
 	"github.com/slackpoll/slackpoll/internal/httpapi"
 	"github.com/slackpoll/slackpoll/internal/mcp"
+	"github.com/slackpoll/slackpoll/internal/projection"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 	"github.com/slackpoll/slackpoll/internal/status"
 )
@@ -43,7 +44,14 @@ func mcpOpener(cfg *config.Config) func(context.Context) (mcp.Reader, func(), er
 		if r.api != nil {
 			return &apiReader{c: r.api}, func() {}, nil
 		}
-		sr := &mcp.StoreReader{Store: r.store, Configured: cfg.Conversations, Interval: cfg.Tick.Interval.D()}
+		sr := &mcp.StoreReader{Store: r.store, Configured: cfg.Conversations, Interval: cfg.Tick.Interval.D(),
+			Searcher: func(ctx context.Context, q projection.Query, f projection.Freshness) (projection.Page, error) {
+				page, _, err := searchProjection(ctx, cfg, r.store, q, f)
+				if errors.Is(err, projection.ErrNoProjection) {
+					err = mcp.ErrNoSearch
+				}
+				return page, err
+			}}
 		return sr, func() { _ = r.Close() }, nil // read-only: nothing to lose on close
 	}
 }
@@ -150,4 +158,32 @@ func (a *apiReader) Changes(ctx context.Context, after uint64, limit int, f rm.C
 		}
 	}
 	return p, err
+}
+
+// Search implements mcp.Reader: GET /v1/search, the exposed conversations as
+// channel. A 400 is the projection's bad query or cursor.
+func (a *apiReader) Search(ctx context.Context, q projection.Query, _ projection.Freshness) (projection.Page, error) {
+	v := url.Values{"q": {q.Q}, "limit": {strconv.Itoa(q.Limit)}}
+	for k, s := range map[string]string{"user": q.User, "record": q.Record, "cursor": q.Cursor, "after": string(q.After), "before": string(q.Before)} {
+		if s != "" {
+			v.Set(k, s)
+		}
+	}
+	channels := q.Channels
+	if q.Channel != "" {
+		channels = []string{q.Channel} // within Channels: the server checked it is exposed
+	}
+	for _, ch := range channels {
+		v.Add("channel", ch)
+	}
+	var page projection.Page
+	err := a.get(ctx, "/v1/search?"+v.Encode(), &page)
+	var ae *apiError
+	switch {
+	case errors.As(err, &ae) && ae.code == http.StatusBadRequest:
+		return page, fmt.Errorf("%w: %s", projection.ErrBadQuery, ae.msg)
+	case errors.As(err, &ae) && ae.code == http.StatusServiceUnavailable:
+		return page, fmt.Errorf("%w (the daemon says: %s)", mcp.ErrNoSearch, ae.msg)
+	}
+	return page, err
 }

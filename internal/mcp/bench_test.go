@@ -18,12 +18,14 @@ import (
 	boltstore "github.com/slackpoll/slackpoll/internal/bolt"
 	"github.com/slackpoll/slackpoll/internal/httpapi"
 	"github.com/slackpoll/slackpoll/internal/mcp"
+	"github.com/slackpoll/slackpoll/internal/projection"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 )
 
 var (
 	benchMessages = flag.Int("mcp.messages", 1_000_000, "messages of the store BenchmarkToolLatency builds")
 	benchCalls    = flag.Int("mcp.calls", 2000, "calls of each tool BenchmarkToolLatency times")
+	benchSearch   = flag.Bool("mcp.search", true, "also time search_messages (builds the SQLite projection of the store first: minutes at 1,000,000 messages)")
 )
 
 // benchChannels are the store's conversations; one message in 10 starts a thread of
@@ -129,13 +131,29 @@ func cpuTime() time.Duration {
 // daemon's /mcp (Streamable HTTP through the read API's checks) and over an
 // in-process session (stdio's path without the pipe): read_conversation (a page
 // of 20 at a random point of a random channel), read_thread (a random thread, 50
-// replies at most). It reports p50 and p99 per tool and transport, in ms.
+// replies at most), and search_messages (20 hits of a mix of queries, on a SQLite
+// projection of the store). It reports p50 and p99 per tool and transport, in ms.
 //
 //	go test ./internal/mcp -run '^$' -bench ToolLatency -benchtime 1x
 func BenchmarkToolLatency(b *testing.B) {
 	store, parents := buildBenchStore(b, *benchMessages)
 	b.Logf("store of %d messages, %d threads", *benchMessages, len(parents))
 	reader := &mcp.StoreReader{Store: store, Interval: time.Minute, DaemonRunning: true}
+	if *benchSearch {
+		tg, err := projection.OpenSQLite(context.Background(), filepath.Join(b.TempDir(), "bench.sqlite"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = tg.Close() })
+		start := time.Now()
+		if err := projection.New(projection.Options{Store: projection.Watch(store), Target: tg}).Sync(context.Background(), true); err != nil {
+			b.Fatal(err)
+		}
+		b.Logf("SQLite projection built in %v", time.Since(start).Round(time.Second))
+		reader.Searcher = func(ctx context.Context, q projection.Query, f projection.Freshness) (projection.Page, error) {
+			return tg.Search(ctx, "T0BENCH00", q, f)
+		}
+	}
 	srv := mcp.New(mcp.Options{Open: func(context.Context) (mcp.Reader, func(), error) { return reader, func() {}, nil }, Version: "bench"})
 	api := httptest.NewServer(httpapi.New(httpapi.Options{Store: store, Interval: time.Minute, Token: testToken, MCP: srv.Handler()}))
 	b.Cleanup(api.Close)
@@ -150,6 +168,24 @@ func BenchmarkToolLatency(b *testing.B) {
 			p := parents[rng.IntN(len(parents))]
 			return map[string]any{"channel": p.Channel, "ts": string(p.TS)}
 		},
+	}
+	if *benchSearch {
+		// A mix: a word (every word is common here), two words, a word in one
+		// conversation, a word before a random time.
+		n := 0
+		calls["search_messages"] = func() map[string]any {
+			n++
+			w := benchWords[rng.IntN(len(benchWords))]
+			switch n % 4 {
+			case 1:
+				return map[string]any{"query": w + " " + benchWords[rng.IntN(len(benchWords))]}
+			case 2:
+				return map[string]any{"query": w, "channel": fmt.Sprintf("C%09d", rng.IntN(benchChannels))}
+			case 3:
+				return map[string]any{"query": w, "before": fmt.Sprintf("%d.000000", 1_600_000_000+rng.IntN(span-1_600_000_000))}
+			}
+			return map[string]any{"query": w}
+		}
 	}
 	for _, tr := range []string{"http", "stdio"} {
 		ctx := context.Background()

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/slackpoll/slackpoll/internal/httpapi"
 	"github.com/slackpoll/slackpoll/internal/mcp"
+	"github.com/slackpoll/slackpoll/internal/projection"
 	"github.com/slackpoll/slackpoll/internal/readfixture"
 )
 
@@ -25,6 +27,7 @@ const testToken = "s3cret-mcp-token"
 // env is a fixture store (with a DM and a group DM) served by the MCP server.
 type env struct {
 	f      *readfixture.Fixture
+	proj   *projection.Runner // the SQLite projection search_messages searches
 	server *mcp.Server
 	api    *httptest.Server // the read API with the server at /mcp
 }
@@ -32,7 +35,9 @@ type env struct {
 func newEnv(t testing.TB, policy mcp.Policy) *env {
 	t.Helper()
 	f := readfixture.New(t, readfixture.Options{Private: true})
-	reader := &mcp.StoreReader{Store: f.Store, Configured: f.Configured, Interval: readfixture.Interval, DaemonRunning: true, Now: f.Clock.Now}
+	proj := projectionOf(t, f)
+	reader := &mcp.StoreReader{Store: f.Store, Configured: f.Configured, Interval: readfixture.Interval, DaemonRunning: true, Now: f.Clock.Now,
+		Searcher: proj.Search}
 	s := mcp.New(mcp.Options{
 		Open:          func(context.Context) (mcp.Reader, func(), error) { return reader, func() {}, nil },
 		Policy:        policy,
@@ -45,7 +50,26 @@ func newEnv(t testing.TB, policy mcp.Policy) *env {
 		Token: testToken, MCP: s.Handler(),
 	}))
 	t.Cleanup(api.Close)
-	return &env{f: f, server: s, api: api}
+	return &env{f: f, proj: proj, server: s, api: api}
+}
+
+// projectionOf keeps a SQLite projection of the fixture's store, synced before it
+// returns, as the daemon's projectors do.
+func projectionOf(t testing.TB, f *readfixture.Fixture) *projection.Runner {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "p.sqlite")
+	r := projection.NewRunner(projection.Watch(f.Store), nil, projection.Spec{Kind: projection.KindSQLite, Name: path,
+		Open: func(ctx context.Context) (*projection.Target, error) { return projection.OpenSQLite(ctx, path) }})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); r.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	wctx, wcancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer wcancel()
+	if err := r.WaitIdle(wctx); err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
 
 // changeTheWorkspace reacts to and edits messages of General and of the DM, and runs
@@ -63,8 +87,24 @@ func (e *env) changeTheWorkspace(t testing.TB) {
 			t.Fatal(err)
 		}
 	}
-	f.Clock.Advance(2 * readfixture.Interval)
-	if _, err := f.Poller.Tick(context.Background()); err != nil {
+	e.tick(t)
+}
+
+// tick runs a tick of the fixture's poller, and brings the projection up to date
+// with what it wrote (the poller writes the store directly, not through the
+// projection's watch).
+func (e *env) tick(t testing.TB) {
+	t.Helper()
+	e.f.Clock.Advance(2 * readfixture.Interval)
+	if _, err := e.f.Poller.Tick(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if e.proj.RequestRebuild() == 0 {
+		t.Fatal("no projection to rebuild")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := e.proj.WaitIdle(ctx); err != nil {
 		t.Fatal(err)
 	}
 }

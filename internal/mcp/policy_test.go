@@ -46,6 +46,9 @@ func everyAnswer(t *testing.T, e *env, cs *sdk.ClientSession) map[string]string 
 		call("resource "+ch, "", nil)
 	}
 	call("changes_since record", "changes_since", map[string]any{"record": readfixture.DMRecord})
+	call("search_messages", "search_messages", map[string]any{"query": readfixture.DMKeyword, "limit": 100})
+	call("search_messages salary", "search_messages", map[string]any{"query": "salary"})
+	call("search_messages in the DM", "search_messages", map[string]any{"query": readfixture.DMKeyword, "channel": readfixture.DM})
 	call("get_message by ts", "get_message", map[string]any{"channel": readfixture.DM, "ts": string(f.DMParent)})
 	call("get_message by link", "get_message", map[string]any{"link": link(readfixture.DM, f.DMReply)})
 	call("get_message by record", "get_message", map[string]any{"record": readfixture.DMRecord})
@@ -125,7 +128,7 @@ func TestDMsAreNeverExposedUnlessListed(t *testing.T) {
 							t.Errorf("%s: with the DMs listed, no answer shows %q", tr, p)
 						}
 					}
-					for _, label := range []string{"read_thread by record", "get_message by link", "changes_since channel " + readfixture.DM} {
+					for _, label := range []string{"read_thread by record", "get_message by link", "changes_since channel " + readfixture.DM, "search_messages in the DM"} {
 						if isRefusal(answers[label]) {
 							t.Errorf("%s: with the DMs listed, %s is refused: %.300s", tr, label, answers[label])
 						}

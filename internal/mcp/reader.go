@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/slackpoll/slackpoll/internal/changefeed"
+	"github.com/slackpoll/slackpoll/internal/projection"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 	"github.com/slackpoll/slackpoll/internal/status"
 )
@@ -33,6 +34,11 @@ type Reader interface {
 	// *changefeed.GoneError or *changefeed.AheadError as Read does, with the page's
 	// bounds set.
 	Changes(ctx context.Context, after uint64, limit int, f rm.ChangeFilter) (changefeed.Page, error)
+	// Search searches the SQL projection (projection.Target.Search), each hit's
+	// freshness from f. It fails with ErrNoSearch when there is no projection, and
+	// with an error matching projection.ErrBadQuery or ErrBadCursor for a query or
+	// cursor that cannot be searched.
+	Search(ctx context.Context, q projection.Query, f projection.Freshness) (projection.Page, error)
 }
 
 // ErrNotFound is matched by the errors of a read of something the model does not
@@ -54,6 +60,9 @@ type StoreReader struct {
 	DaemonRunning bool
 	// Now is the clock of the report; nil is time.Now.
 	Now func() time.Time
+	// Searcher searches the SQL projection: the daemon's projection.Runner, or the
+	// projection's database opened read-only; nil: Search fails with ErrNoSearch.
+	Searcher func(ctx context.Context, q projection.Query, f projection.Freshness) (projection.Page, error)
 }
 
 func (r *StoreReader) configured() []string {
@@ -117,4 +126,12 @@ func (r *StoreReader) Changes(ctx context.Context, after uint64, limit int, f rm
 		return err
 	})
 	return p, err
+}
+
+// Search implements Reader.
+func (r *StoreReader) Search(ctx context.Context, q projection.Query, f projection.Freshness) (projection.Page, error) {
+	if r.Searcher == nil {
+		return projection.Page{}, ErrNoSearch
+	}
+	return r.Searcher(ctx, q, f)
 }

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/slackpoll/slackpoll/internal/changefeed"
+	"github.com/slackpoll/slackpoll/internal/projection"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 	"github.com/slackpoll/slackpoll/internal/status"
 )
@@ -280,11 +280,11 @@ func (s *Server) readConversation(ctx context.Context, _ *sdk.CallToolRequest, i
 	var out ReadConversationOutput
 	q := rm.TimelineQuery{Limit: orDefault(in.Limit, defaultMessagesLimit), NewestFirst: true}
 	var err error
-	if q.Oldest, err = parseBound("oldest", in.Oldest); err != nil {
-		return nil, out, err
+	if q.Oldest, err = projection.ParseBound(in.Oldest); err != nil {
+		return nil, out, fmt.Errorf("oldest: %w", err)
 	}
-	if q.Latest, err = parseBound("latest", in.Latest); err != nil {
-		return nil, out, err
+	if q.Latest, err = projection.ParseBound(in.Latest); err != nil {
+		return nil, out, fmt.Errorf("latest: %w", err)
 	}
 	before, err := decodeCursor("timeline", in.Cursor)
 	if err != nil {
@@ -530,21 +530,4 @@ func orDefault(n, def int) int {
 		return def
 	}
 	return n
-}
-
-// parseBound reads a time bound of read_conversation: a Slack ts, an RFC 3339 time or
-// a date (its midnight, UTC).
-func parseBound(name, s string) (rm.TS, error) {
-	if s == "" {
-		return "", nil
-	}
-	if ts, err := rm.ParseTS(s); err == nil {
-		return ts, nil
-	}
-	for _, layout := range []string{time.RFC3339Nano, time.DateOnly} {
-		if t, err := time.Parse(layout, s); err == nil && t.Unix() >= 0 {
-			return rm.TS(fmt.Sprintf("%d.%06d", t.Unix(), t.Nanosecond()/1000)), nil
-		}
-	}
-	return "", fmt.Errorf("%s %q is not a Slack ts (1754467200.123456), an RFC 3339 time (2026-12-01T10:00:00Z) or a date (2026-12-01)", name, strings.TrimSpace(s))
 }

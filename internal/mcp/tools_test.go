@@ -44,7 +44,7 @@ func TestToolsAreListedReadOnlyWithSchemas(t *testing.T) {
 			}
 		}
 		slices.Sort(names)
-		want := []string{"changes_since", "freshness", "get_message", "list_conversations", "read_conversation", "read_thread"}
+		want := []string{"changes_since", "freshness", "get_message", "list_conversations", "read_conversation", "read_thread", "search_messages"}
 		if !slices.Equal(names, want) {
 			t.Errorf("%s: tools = %v, want %v", tr, names, want)
 		}
@@ -151,6 +151,19 @@ func TestToolsAnswerFromTheModel(t *testing.T) {
 				t.Errorf("freshness = %+v", fr)
 			}
 
+			var found mcp.SearchOutput
+			s.call(t, cs, "search_messages", map[string]any{"query": "deploy"}, &found)
+			if len(found.Hits) != 1 || found.Hits[0].TS != f.Parent || found.Hits[0].Class != mcp.ClassWatched ||
+				found.Hits[0].LastPolledAt == nil || !strings.Contains(found.Hits[0].Snippet, "«Deploy»") || found.NextCursor != "" {
+				t.Errorf("search_messages deploy = %+v", found)
+			}
+			var byUser mcp.SearchOutput
+			s.call(t, cs, "search_messages", map[string]any{"query": "thanks", "user": "Bee Example", "channel": readfixture.General,
+				"after": "2026-01-01", "before": string(f.Plain)}, &byUser)
+			if len(byUser.Hits) != 1 || byUser.Hits[0].TS != f.Reply || byUser.Hits[0].ThreadTS != f.Parent {
+				t.Errorf("search_messages thanks by Bee = %+v", byUser)
+			}
+
 			var ch mcp.ChangesSinceOutput
 			s.call(t, cs, "changes_since", map[string]any{"seq": 0}, &ch)
 			var last uint64
@@ -162,22 +175,21 @@ func TestToolsAnswerFromTheModel(t *testing.T) {
 	}
 }
 
-// A thread's replies page oldest first.
-func TestReadThreadPagesItsReplies(t *testing.T) {
+// A thread's replies page oldest first; search hits newest first.
+func TestReadThreadAndSearchPage(t *testing.T) {
 	e := newEnv(t, mcp.Policy{})
 	f := e.f
 	var want []rm.TS
-	for _, text := range []string{"two", "three", "four"} {
+	for _, text := range []string{"release two", "release three", "release four"} {
 		ts, err := f.Fake.Reply(readfixture.General, f.Parent, readfixture.Bee, text)
 		if err != nil {
 			t.Fatal(err)
 		}
 		want = append(want, ts)
 	}
-	f.Clock.Advance(2 * readfixture.Interval)
-	if _, err := f.Poller.Tick(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	e.tick(t)
+	newest := slices.Clone(want)
+	slices.Reverse(newest)
 	want = append([]rm.TS{f.Reply}, want...)
 	for _, tr := range transports {
 		cs := e.connect(t, tr, nil)
@@ -201,6 +213,26 @@ func TestReadThreadPagesItsReplies(t *testing.T) {
 		}
 		if !slices.Equal(got, want) {
 			t.Errorf("%s: read_thread pages = %v, want %v", tr, got, want)
+		}
+		// Search pages too, newest first.
+		var hits []rm.TS
+		cursor = ""
+		for range 5 {
+			args := map[string]any{"query": "release", "limit": 2}
+			if cursor != "" {
+				args["cursor"] = cursor
+			}
+			var p mcp.SearchOutput
+			s.call(t, cs, "search_messages", args, &p)
+			for _, h := range p.Hits {
+				hits = append(hits, h.TS)
+			}
+			if cursor = p.NextCursor; cursor == "" {
+				break
+			}
+		}
+		if !slices.Equal(hits, newest) {
+			t.Errorf("%s: search_messages pages = %v, want %v", tr, hits, newest)
 		}
 	}
 }
@@ -278,6 +310,13 @@ func TestToolsRefuseBadInput(t *testing.T) {
 				{"changes_since", map[string]any{"seq": -1}, "minimum"},
 				{"changes_since", map[string]any{"channel": "C0NOWHERE"}, "not available"},
 				{"freshness", map[string]any{"team_id": "T0OTHER00"}, "not a workspace this slackpoll serves"},
+				{"search_messages", map[string]any{}, "query"},
+				{"search_messages", map[string]any{"query": ""}, "minLength"},
+				{"search_messages", map[string]any{"query": "!!! ???"}, "bad search query"},
+				{"search_messages", map[string]any{"query": "deploy", "after": "yesterday"}, "after"},
+				{"search_messages", map[string]any{"query": "deploy", "cursor": "junk"}, "cursor"},
+				{"search_messages", map[string]any{"query": "deploy", "limit": 101}, "maximum"},
+				{"search_messages", map[string]any{"query": "deploy", "channel": "C0NOWHERE"}, "not available"},
 				{"post_message", map[string]any{"channel": readfixture.General, "text": "hi"}, "post_message"},
 			} {
 				if got := callErr(t, cs, tc.tool, tc.args); !strings.Contains(got, tc.want) {
