@@ -86,7 +86,8 @@ func TestMCPOnStdioReadsTheStoreOrTheDaemon(t *testing.T) {
 			} else {
 				o.listen = daemonAPIWithSearch(t, f, "s3cret")
 			}
-			cs := startMCP(t, writeConfig(t, o))
+			cfg := writeConfig(t, o)
+			cs := startMCP(t, cfg)
 
 			var convs mcp.ListConversationsOutput
 			callTool(t, cs, "list_conversations", nil, &convs)
@@ -119,6 +120,12 @@ func TestMCPOnStdioReadsTheStoreOrTheDaemon(t *testing.T) {
 			callTool(t, cs, "search_messages", map[string]any{"query": "deploy"}, &found)
 			if len(found.Hits) != 1 || found.Hits[0].TS != f.Parent || found.Hits[0].Class != mcp.ClassWatched {
 				t.Errorf("search_messages deploy = %+v", found)
+			}
+			// The operator's own search, which no policy restricts, finds the DM's
+			// messages, through the same store or daemon: the answer below can fail.
+			code, out, errOut := runCLI(t.Context(), "search", "--json", "--config", cfg, readfixture.DMKeyword)
+			if code != ExitOK || !strings.Contains(out, `"channel":"`+readfixture.DM+`"`) {
+				t.Fatalf("slackpoll search %s = %d, %s%s; want hits in %s", readfixture.DMKeyword, code, out, errOut, readfixture.DM)
 			}
 			var secret mcp.SearchOutput
 			callTool(t, cs, "search_messages", map[string]any{"query": readfixture.DMKeyword}, &secret)

@@ -34,10 +34,24 @@ type env struct {
 
 func newEnv(t testing.TB, policy mcp.Policy) *env {
 	t.Helper()
+	return newEnvSearching(t, policy, nil)
+}
+
+// searcher is StoreReader.Searcher's type.
+type searcher = func(context.Context, projection.Query, projection.Freshness) (projection.Page, error)
+
+// newEnvSearching is newEnv whose reader searches through wrap(the projection's
+// search) when wrap is not nil.
+func newEnvSearching(t testing.TB, policy mcp.Policy, wrap func(searcher) searcher) *env {
+	t.Helper()
 	f := readfixture.New(t, readfixture.Options{Private: true})
 	proj := projectionOf(t, f)
+	search := searcher(proj.Search)
+	if wrap != nil {
+		search = wrap(search)
+	}
 	reader := &mcp.StoreReader{Store: f.Store, Configured: f.Configured, Interval: readfixture.Interval, DaemonRunning: true, Now: f.Clock.Now,
-		Searcher: proj.Search}
+		Searcher: search}
 	s := mcp.New(mcp.Options{
 		Open:          func(context.Context) (mcp.Reader, func(), error) { return reader, func() {}, nil },
 		Policy:        policy,
