@@ -47,9 +47,6 @@ func mcpOpener(cfg *config.Config) func(context.Context) (mcp.Reader, func(), er
 		sr := &mcp.StoreReader{Store: r.store, Configured: cfg.Conversations, Interval: cfg.Tick.Interval.D(),
 			Searcher: func(ctx context.Context, q projection.Query, f projection.Freshness) (projection.Page, error) {
 				page, _, err := searchProjection(ctx, cfg, r.store, q, f)
-				if errors.Is(err, projection.ErrNoProjection) {
-					err = mcp.ErrNoSearch
-				}
 				return page, err
 			}}
 		return sr, func() { _ = r.Close() }, nil // read-only: nothing to lose on close

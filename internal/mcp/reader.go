@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/slackpoll/slackpoll/internal/changefeed"
@@ -61,7 +62,9 @@ type StoreReader struct {
 	// Now is the clock of the report; nil is time.Now.
 	Now func() time.Time
 	// Searcher searches the SQL projection: the daemon's projection.Runner, or the
-	// projection's database opened read-only; nil: Search fails with ErrNoSearch.
+	// projection's database opened read-only. Nil, or an error matching
+	// projection.ErrNoProjection (none open, or its file not made yet): Search fails
+	// with ErrNoSearch.
 	Searcher func(ctx context.Context, q projection.Query, f projection.Freshness) (projection.Page, error)
 }
 
@@ -133,5 +136,9 @@ func (r *StoreReader) Search(ctx context.Context, q projection.Query, f projecti
 	if r.Searcher == nil {
 		return projection.Page{}, ErrNoSearch
 	}
-	return r.Searcher(ctx, q, f)
+	page, err := r.Searcher(ctx, q, f)
+	if errors.Is(err, projection.ErrNoProjection) {
+		err = fmt.Errorf("%w: %v", ErrNoSearch, err)
+	}
+	return page, err
 }

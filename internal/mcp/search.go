@@ -20,7 +20,7 @@ const (
 )
 
 // ErrNoSearch is returned by a Reader that has no SQL projection to search.
-var ErrNoSearch = errors.New("search needs the SQL projection (projection: in the config), which this slackpoll does not keep")
+var ErrNoSearch = errors.New("search_messages needs the SQL projection (projection: in the config; the daemon keeps it current), and none is open")
 
 // SearchInput is search_messages' input.
 type SearchInput struct {

@@ -2,6 +2,7 @@ package mcp_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -118,5 +119,24 @@ func TestSearchHitsAreFilteredWhateverTheSearcherReturns(t *testing.T) {
 		if len(chans) == 0 || slices.Contains(chans, readfixture.DM) || slices.Contains(chans, readfixture.GroupDM) {
 			t.Errorf("the server asked the searcher for %v: want the exposed conversations, no DM", chans)
 		}
+	}
+}
+
+// With no SQL projection to search (none configured, or its file not made yet),
+// search_messages says what it needs, and every other tool still answers.
+func TestSearchWithoutAProjectionSaysWhatItNeeds(t *testing.T) {
+	e := newEnvSearching(t, mcp.Policy{}, func(searcher) searcher {
+		return func(context.Context, projection.Query, projection.Freshness) (projection.Page, error) {
+			return projection.Page{}, fmt.Errorf("%w: /srv/slackpoll.sqlite: no such file", projection.ErrNoProjection)
+		}
+	})
+	for _, tr := range transports {
+		cs := e.connect(t, tr, nil)
+		s := toolSchemas(t, cs)
+		if got := callErr(t, cs, "search_messages", map[string]any{"query": "deploy"}); !strings.Contains(got, "needs the SQL projection") || !strings.Contains(got, "no such file") {
+			t.Errorf("%s: search_messages with no projection: %q, want it to say it needs the SQL projection, and why none is open", tr, got)
+		}
+		var convs mcp.ListConversationsOutput
+		s.call(t, cs, "list_conversations", nil, &convs)
 	}
 }
