@@ -5,17 +5,14 @@ import (
 	"encoding/json"
 	"io"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	boltstore "github.com/slackpoll/slackpoll/internal/bolt"
 	"github.com/slackpoll/slackpoll/internal/httpapi"
 	"github.com/slackpoll/slackpoll/internal/mcp"
-	"github.com/slackpoll/slackpoll/internal/projection"
 	"github.com/slackpoll/slackpoll/internal/readfixture"
 )
 
@@ -151,18 +148,7 @@ func TestMCPOnStdioReadsTheStoreOrTheDaemon(t *testing.T) {
 // GET /v1/search answers, as the daemon's does.
 func daemonAPIWithSearch(t *testing.T, f *readfixture.Fixture, token string) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "p.sqlite")
-	r := projection.NewRunner(projection.Watch(f.Store), nil, projection.Spec{Kind: projection.KindSQLite, Name: path,
-		Open: func(ctx context.Context) (*projection.Target, error) { return projection.OpenSQLite(ctx, path) }})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); r.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	wctx, wcancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer wcancel()
-	if err := r.WaitIdle(wctx); err != nil {
-		t.Fatal(err)
-	}
+	r := readfixture.Projection(t, f.Store)
 	srv := httptest.NewServer(httpapi.New(httpapi.Options{
 		Store: f.Store, Configured: f.Configured, Interval: readfixture.Interval, Token: token, Now: f.Clock.Now, Projections: r,
 	}))

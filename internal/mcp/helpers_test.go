@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -45,7 +44,7 @@ type searcher = func(context.Context, projection.Query, projection.Freshness) (p
 func newEnvSearching(t testing.TB, policy mcp.Policy, wrap func(searcher) searcher) *env {
 	t.Helper()
 	f := readfixture.New(t, readfixture.Options{Private: true})
-	proj := projectionOf(t, f)
+	proj := readfixture.Projection(t, f.Store)
 	search := searcher(proj.Search)
 	if wrap != nil {
 		search = wrap(search)
@@ -65,25 +64,6 @@ func newEnvSearching(t testing.TB, policy mcp.Policy, wrap func(searcher) search
 	}))
 	t.Cleanup(api.Close)
 	return &env{f: f, proj: proj, server: s, api: api}
-}
-
-// projectionOf keeps a SQLite projection of the fixture's store, synced before it
-// returns, as the daemon's projectors do.
-func projectionOf(t testing.TB, f *readfixture.Fixture) *projection.Runner {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "p.sqlite")
-	r := projection.NewRunner(projection.Watch(f.Store), nil, projection.Spec{Kind: projection.KindSQLite, Name: path,
-		Open: func(ctx context.Context) (*projection.Target, error) { return projection.OpenSQLite(ctx, path) }})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); r.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	wctx, wcancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer wcancel()
-	if err := r.WaitIdle(wctx); err != nil {
-		t.Fatal(err)
-	}
-	return r
 }
 
 // changeTheWorkspace reacts to and edits messages of General and of the DM, and runs
