@@ -152,6 +152,26 @@ func TestRunServesTheReadAPI(t *testing.T) {
 	if len(m.Messages) != 1 || m.Messages[0].Text != "hello" || !m.Freshness.DaemonRunning {
 		t.Errorf("read_conversation over /mcp = %+v", m)
 	}
+	// search_messages searches the daemon's own SQL projection, which its projectors
+	// bring up to date with the tick a moment after it.
+	var found mcp.SearchOutput
+	var last string
+	for deadline := time.Now().Add(10 * time.Second); len(found.Hits) == 0 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "search_messages", Arguments: map[string]any{"query": "hello"}})
+		if err != nil {
+			t.Fatalf("search_messages over /mcp: %v", err)
+		}
+		raw, _ := json.Marshal(res)
+		if last = string(raw); !res.IsError {
+			raw, _ = json.Marshal(res.StructuredContent)
+			if err := json.Unmarshal(raw, &found); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if len(found.Hits) != 1 || found.Hits[0].Channel != "C0GENERAL" || found.Hits[0].Text != "hello" || found.Hits[0].LastPolledAt == nil || !found.Freshness.DaemonRunning {
+		t.Errorf("search_messages hello over /mcp = %s, want the message, from the daemon's projection", last)
+	}
 	_ = cs.Close()
 
 	cancel()
