@@ -118,6 +118,17 @@ func TestMCPOnStdioReadsTheStoreOrTheDaemon(t *testing.T) {
 			if len(found.Hits) != 1 || found.Hits[0].TS != f.Parent || found.Hits[0].Class != mcp.ClassWatched {
 				t.Errorf("search_messages deploy = %+v", found)
 			}
+			// Every filter reaches the search, the store's or the daemon's.
+			var byUser mcp.SearchOutput
+			callTool(t, cs, "search_messages", map[string]any{"query": "thanks", "user": "Bee Example", "channel": readfixture.General,
+				"after": "2026-01-01", "before": string(f.Plain), "limit": 5}, &byUser)
+			if len(byUser.Hits) != 1 || byUser.Hits[0].TS != f.Reply {
+				t.Errorf("search_messages thanks by Bee in %s = %+v", readfixture.General, byUser)
+			}
+			callTool(t, cs, "search_messages", map[string]any{"query": "thanks", "before": string(f.Reply)}, &byUser)
+			if len(byUser.Hits) != 0 {
+				t.Errorf("search_messages thanks before the reply = %+v", byUser)
+			}
 			// The operator's own search, which no policy restricts, finds the DM's
 			// messages, through the same store or daemon: the answer below can fail.
 			code, out, errOut := runCLI(t.Context(), "search", "--json", "--config", cfg, readfixture.DMKeyword)

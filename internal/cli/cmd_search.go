@@ -61,13 +61,7 @@ func cmdSearch(ctx context.Context, c *cmdCtx) error {
 	defer func() { _ = r.Close() }() // read-only
 	var page projection.Page
 	if r.api != nil {
-		v := url.Values{"q": {q.Q}, "limit": {strconv.Itoa(q.Limit)}}
-		for k, s := range map[string]string{"channel": q.Channel, "user": q.User, "record": q.Record, "cursor": q.Cursor, "after": f.after, "before": f.before} {
-			if s != "" {
-				v.Set(k, s)
-			}
-		}
-		err = r.api.get("/v1/search?"+v.Encode(), &page)
+		err = r.api.get("/v1/search?"+searchValues(q).Encode(), &page)
 	} else {
 		page, err = searchOffline(ctx, c, cfg, r.store, q)
 	}
@@ -83,6 +77,26 @@ func cmdSearch(ctx context.Context, c *cmdCtx) error {
 		return enc.Encode(page)
 	}
 	return writeHits(c, page)
+}
+
+// searchValues is the query string of GET /v1/search for q. Channel, when set, is
+// sent alone (callers that set Channels too keep Channel within them), else each of
+// Channels.
+func searchValues(q projection.Query) url.Values {
+	v := url.Values{"q": {q.Q}, "limit": {strconv.Itoa(q.Limit)}}
+	for k, s := range map[string]string{"user": q.User, "record": q.Record, "cursor": q.Cursor, "after": string(q.After), "before": string(q.Before)} {
+		if s != "" {
+			v.Set(k, s)
+		}
+	}
+	channels := q.Channels
+	if q.Channel != "" {
+		channels = []string{q.Channel}
+	}
+	for _, ch := range channels {
+		v.Add("channel", ch)
+	}
+	return v
 }
 
 // searchOffline searches the projection's database directly: SQLite when it is on,

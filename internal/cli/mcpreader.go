@@ -158,23 +158,11 @@ func (a *apiReader) Changes(ctx context.Context, after uint64, limit int, f rm.C
 }
 
 // Search implements mcp.Reader: GET /v1/search, the exposed conversations as
-// channel. A 400 is the projection's bad query or cursor.
+// channel (or only the one asked for, which the server checked is exposed). A 400
+// is the projection's bad query or cursor.
 func (a *apiReader) Search(ctx context.Context, q projection.Query, _ projection.Freshness) (projection.Page, error) {
-	v := url.Values{"q": {q.Q}, "limit": {strconv.Itoa(q.Limit)}}
-	for k, s := range map[string]string{"user": q.User, "record": q.Record, "cursor": q.Cursor, "after": string(q.After), "before": string(q.Before)} {
-		if s != "" {
-			v.Set(k, s)
-		}
-	}
-	channels := q.Channels
-	if q.Channel != "" {
-		channels = []string{q.Channel} // within Channels: the server checked it is exposed
-	}
-	for _, ch := range channels {
-		v.Add("channel", ch)
-	}
 	var page projection.Page
-	err := a.get(ctx, "/v1/search?"+v.Encode(), &page)
+	err := a.get(ctx, "/v1/search?"+searchValues(q).Encode(), &page)
 	var ae *apiError
 	switch {
 	case errors.As(err, &ae) && ae.code == http.StatusBadRequest:
