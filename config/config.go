@@ -42,6 +42,7 @@ type Config struct {
 	Changes       Changes    `yaml:"changes" json:"changes"`
 	Webhooks      []Webhook  `yaml:"webhooks" json:"webhooks"`
 	Projection    Projection `yaml:"projection" json:"projection"`
+	MCP           MCP        `yaml:"mcp" json:"mcp"`
 	Log           Log        `yaml:"log" json:"log"`
 
 	src *source // where the values came from, for error messages; nil for Default
@@ -124,6 +125,14 @@ type Webhook struct {
 	Lease       Duration  `yaml:"lease" json:"lease"`               // how long a claim holds its rows; 0 = 1m
 	MaxAttempts int       `yaml:"max_attempts" json:"max_attempts"` // failed attempts before a row is parked; 0 = 10
 	MaxRows     int       `yaml:"max_rows" json:"max_rows"`         // rows its outbox keeps before the oldest are dropped; 0 = 100000
+}
+
+// MCP configures the MCP server (slackpoll mcp, and /mcp on http.listen).
+type MCP struct {
+	// Conversations are the conversations agents may read. Empty: every public and
+	// private channel the model holds, never a DM or group DM. A list: those only,
+	// whatever their type (list a DM to expose it).
+	Conversations []string `yaml:"conversations" json:"conversations"`
 }
 
 // Projection configures the SQL projection of the read model (docs/sql.md): a

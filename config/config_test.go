@@ -35,6 +35,7 @@ func documented() Config {
 		Changes:       Changes{Retention: Duration(168 * time.Hour)},
 		Webhooks:      []Webhook{},
 		Projection:    Projection{SQLite: ProjectionSQLite{Enabled: true}, Postgres: ProjectionPostgres{Schema: "slackpoll"}},
+		MCP:           MCP{Conversations: []string{}},
 		Log:           Log{Level: "info", Format: "text"},
 	}
 }

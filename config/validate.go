@@ -60,6 +60,7 @@ func (c *Config) Validate() error {
 	v.positive("changes.retention", c.Changes.Retention, "168h")
 	v.webhooks()
 	v.projection()
+	v.idList("mcp.conversations", c.MCP.Conversations)
 	v.oneOf("log.level", c.Log.Level, LogLevels)
 	v.oneOf("log.format", c.Log.Format, LogFormats)
 	return errors.Join(v.errs...)
@@ -169,16 +170,19 @@ func (v *validator) apiURL() {
 	}
 }
 
-func (v *validator) conversations() {
+func (v *validator) conversations() { v.idList("conversations", v.c.Conversations) }
+
+// idList checks a list of conversation IDs: each valid, none twice.
+func (v *validator) idList(name string, ids []string) {
 	seen := map[string]int{}
-	for i, id := range v.c.Conversations {
-		key := "conversations[" + strconv.Itoa(i) + "]"
+	for i, id := range ids {
+		key := name + "[" + strconv.Itoa(i) + "]"
 		if !readmodel.ValidConversationID(id) {
 			v.fail(key, "%q is not a Slack conversation ID: want C, G or D followed by uppercase letters and digits, e.g. C0123456789 (not the channel name)", id)
 			continue
 		}
 		if j, dup := seen[id]; dup {
-			v.fail(key, "%q is listed twice (also conversations[%d])", id, j)
+			v.fail(key, "%q is listed twice (also %s[%d])", id, name, j)
 			continue
 		}
 		seen[id] = i

@@ -51,6 +51,8 @@ Usage:
   slackpoll demo   [--duration D] [--seed N] [--postgres DSN] runs against a built-in simulated workspace
   slackpoll demo   --listen ADDR [--api ADDR] [--dir D]
                                           serves a changing simulated workspace to poll with run
+  slackpoll mcp    [--config F] [--print-config CLIENT [--transport stdio|http]]
+                                          the MCP server for agents, on stdio (read-only)
   slackpoll config [--config F]            the effective config, secrets redacted
   slackpoll config --defaults              the commented defaults, to start a config file from
   slackpoll backup [--config F] [--force] FILE
@@ -68,6 +70,8 @@ Exit status: 0 success, 1 runtime failure, 2 usage or config error.
 
 // Env is what a command may touch of the outside world.
 type Env struct {
+	// Stdin is read by `slackpoll mcp` (the MCP stdio transport); nil reads nothing.
+	Stdin          io.Reader
 	Stdout, Stderr io.Writer
 	// Getenv reads the environment (os.Getenv in main).
 	Getenv func(string) string
@@ -159,6 +163,7 @@ type cmdCtx struct {
 	force bool
 	// config --defaults: the commented default config
 	defaults bool
+	mcp      mcpFlags
 	args     []string
 }
 
@@ -201,6 +206,7 @@ var commands = []command{
 		return nil
 	}, run: cmdSearch, flags: searchFlagSet},
 	{name: "projection", about: "Rebuild the SQL projection from the store (rebuild), or compare it with the store row for row (verify).", args: "rebuild|verify", nargs: 1, run: cmdProjection},
+	{name: "mcp", about: "Serve the read model to AI agents over MCP on stdin/stdout (read-only); --print-config CLIENT prints a client's config.", run: cmdMCP, flags: mcpFlagSet},
 	{name: "config", about: "Print the effective config (defaults, file, environment) with secrets redacted; --defaults prints the commented defaults to start a file from.", run: cmdConfig, flags: func(fs *pflag.FlagSet, c *cmdCtx) {
 		fs.BoolVar(&c.defaults, "defaults", false, "print the built-in, commented default config (config/slackpoll.yaml) instead: slackpoll config --defaults > slackpoll.yaml")
 	}},

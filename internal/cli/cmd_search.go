@@ -61,13 +61,7 @@ func cmdSearch(ctx context.Context, c *cmdCtx) error {
 	defer func() { _ = r.Close() }() // read-only
 	var page projection.Page
 	if r.api != nil {
-		v := url.Values{"q": {q.Q}, "limit": {strconv.Itoa(q.Limit)}}
-		for k, s := range map[string]string{"channel": q.Channel, "user": q.User, "record": q.Record, "cursor": q.Cursor, "after": f.after, "before": f.before} {
-			if s != "" {
-				v.Set(k, s)
-			}
-		}
-		err = r.api.get("/v1/search?"+v.Encode(), &page)
+		err = r.api.get("/v1/search?"+searchValues(q).Encode(), &page)
 	} else {
 		page, err = searchOffline(ctx, c, cfg, r.store, q)
 	}
@@ -85,16 +79,31 @@ func cmdSearch(ctx context.Context, c *cmdCtx) error {
 	return writeHits(c, page)
 }
 
-// searchOffline searches the projection's database directly: SQLite when it is on,
-// else Postgres.
-func searchOffline(ctx context.Context, c *cmdCtx, cfg *config.Config, store rm.Store, q projection.Query) (projection.Page, error) {
-	t, err := openProjectionReader(ctx, cfg)
-	if err != nil {
-		return projection.Page{}, err
+// searchValues is the query string of GET /v1/search for q. Channel, when set, is
+// sent alone (callers that set Channels too keep Channel within them), else each of
+// Channels.
+func searchValues(q projection.Query) url.Values {
+	v := url.Values{"q": {q.Q}, "limit": {strconv.Itoa(q.Limit)}}
+	for k, s := range map[string]string{"user": q.User, "record": q.Record, "cursor": q.Cursor, "after": string(q.After), "before": string(q.Before)} {
+		if s != "" {
+			v.Set(k, s)
+		}
 	}
-	defer func() { _ = t.Close() }()
+	channels := q.Channels
+	if q.Channel != "" {
+		channels = []string{q.Channel}
+	}
+	for _, ch := range channels {
+		v.Add("channel", ch)
+	}
+	return v
+}
+
+// searchOffline searches the projection's database directly: SQLite when it is on,
+// else Postgres. A note about its lag goes to stderr.
+func searchOffline(ctx context.Context, c *cmdCtx, cfg *config.Config, store rm.Store, q projection.Query) (projection.Page, error) {
 	var fr projection.Freshness
-	err = store.View(func(tx rm.Tx) error {
+	err := store.View(func(tx rm.Tx) error {
 		var err error
 		fr, err = status.Freshness(tx, cfg.Tick.Interval.D(), time.Now())
 		return err
@@ -102,17 +111,32 @@ func searchOffline(ctx context.Context, c *cmdCtx, cfg *config.Config, store rm.
 	if err != nil {
 		return projection.Page{}, err
 	}
+	page, lag, err := searchProjection(ctx, cfg, store, q, fr)
+	if lag > 0 {
+		fmt.Fprintf(c.env.Stderr, "slackpoll: note: the projection is %d changes behind the store; the daemon brings it up to date when it starts\n", lag)
+	}
+	return page, err
+}
+
+// searchProjection searches the projection's database, opened read-only for the
+// search, with the freshness fr; lag is how many changes of store's feed it has not
+// applied (the daemon applies them when it starts). slackpoll search and, with no
+// daemon, slackpoll mcp search this way.
+func searchProjection(ctx context.Context, cfg *config.Config, store rm.Store, q projection.Query, fr projection.Freshness) (page projection.Page, lag uint64, err error) {
+	t, err := openProjectionReader(ctx, cfg)
+	if err != nil {
+		return projection.Page{}, 0, err
+	}
+	defer func() { _ = t.Close() }()
 	st, err := projection.Offline(ctx, store, t)
 	if err != nil {
-		return projection.Page{}, err
+		return projection.Page{}, 0, err
 	}
 	if st.TeamID == "" {
-		return projection.Page{}, projection.ErrNoTeam
+		return projection.Page{}, 0, projection.ErrNoTeam
 	}
-	if st.LagSeq > 0 {
-		fmt.Fprintf(c.env.Stderr, "slackpoll: note: the %s projection is %d changes behind the store; the daemon brings it up to date when it starts\n", t.Kind(), st.LagSeq)
-	}
-	return t.Search(ctx, st.TeamID, q, fr)
+	page, err = t.Search(ctx, st.TeamID, q, fr)
+	return page, st.LagSeq, err
 }
 
 // openProjectionReader opens the configured projection read-only: SQLite when it

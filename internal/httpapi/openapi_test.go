@@ -227,7 +227,7 @@ func (s *sourceStatuses) handlerNames() map[op]string {
 // there fails this test too.
 func codeStatuses(t *testing.T) map[op][]int {
 	s := newSourceStatuses(t)
-	for fn, want := range map[string][]int{"requireToken": {401}, "checkHost": {403}, "requireJSON": {415}} {
+	for fn, want := range map[string][]int{"requireToken": {401}, "checkHost": {403}, "crossOrigin": {403}, "requireJSON": {415}} {
 		if got := sorted(s.of(fn)); !slices.Equal(got, want) {
 			t.Fatalf("middleware %s answers %v, want %v: document the new status and teach codeStatuses where it applies", fn, got, want)
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/slackpoll/slackpoll/internal/projection"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
@@ -20,6 +21,7 @@ type Projections interface {
 }
 
 // search answers GET /v1/search?q=&channel=&user=&after=&before=&record=&limit=&cursor=
+// (channel: one or more conversations, repeated or comma-separated)
 // with {"items": [hits], "next_cursor": "…"}, newest first (projection.Hit): 400 for
 // a query that cannot be searched or a bad parameter, 503 while no projection is
 // open.
@@ -29,7 +31,15 @@ func (a *api) search(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := r.URL.Query()
-	q := projection.Query{Q: v.Get("q"), Channel: v.Get("channel"), User: v.Get("user"), Record: v.Get("record"), Cursor: v.Get("cursor")}
+	q := projection.Query{Q: v.Get("q"), User: v.Get("user"), Record: v.Get("record"), Cursor: v.Get("cursor")}
+	// channel is one conversation, or several (repeated, or comma-separated).
+	for _, c := range v["channel"] {
+		for ch := range strings.SplitSeq(c, ",") {
+			if ch = strings.TrimSpace(ch); ch != "" {
+				q.Channels = append(q.Channels, ch)
+			}
+		}
+	}
 	var err error
 	if q.After, err = projection.ParseBound(v.Get("after")); err != nil {
 		writeError(w, http.StatusBadRequest, "after: %v", err)

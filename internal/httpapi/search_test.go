@@ -78,6 +78,33 @@ func TestSearchFindsMessagesWithTheirFreshness(t *testing.T) {
 	}
 }
 
+// channel keeps several conversations, repeated or comma-separated (the MCP server
+// asks for the exposed ones this way): a hit of any of them is found, and none of
+// a conversation left out.
+func TestSearchKeepsSeveralChannels(t *testing.T) {
+	e, _ := projectedEnv(t)
+	for q, want := range map[string]int{
+		"channel=" + readfixture.Outside:                                     0,
+		"channel=" + readfixture.Outside + "&channel=" + readfixture.Secret:  0,
+		"channel=" + readfixture.Outside + "&channel=" + readfixture.General: 1,
+		"channel=" + readfixture.Outside + "," + readfixture.General:         1,
+		"channel=" + readfixture.General + ",%20" + readfixture.Outside:      1,
+	} {
+		code, body := e.do(t, http.MethodGet, "/v1/search?q=deploy&"+q, nil)
+		var page struct {
+			Items []struct {
+				Channel string `json:"channel"`
+			} `json:"items"`
+		}
+		if code != http.StatusOK || json.Unmarshal(body, &page) != nil {
+			t.Fatalf("GET /v1/search?q=deploy&%s: %d %s", q, code, body)
+		}
+		if len(page.Items) != want || (want == 1 && page.Items[0].Channel != readfixture.General) {
+			t.Errorf("GET /v1/search?q=deploy&%s: %s, want %d hit(s) of %s", q, body, want, readfixture.General)
+		}
+	}
+}
+
 func TestSearchRefusesBadParameters(t *testing.T) {
 	e, _ := projectedEnv(t)
 	for _, q := range []string{"", "q=", "q=%21%21", "q=deploy&limit=0", "q=deploy&limit=101", "q=deploy&limit=x",

@@ -25,12 +25,14 @@
 //	GET  /healthz                                 200 while the process serves; no token needed
 //	GET  /readyz                                  200 when the store is open and Ready() is nil
 //	GET  /metrics                                 Prometheus text format, names slackpoll_*
+//	POST /mcp                                     the MCP server (Options.MCP): Streamable HTTP, JSON-RPC; MCP's spec, not the OpenAPI document, describes it
 //
 // Errors are {"error": "…"} with a 4xx/5xx status: 400 bad parameter, 401 missing or
 // wrong bearer token, 403 a Host header of another name (checkHost), 404 unknown
 // conversation, message, record, user or route, 405 wrong method, 409 record
 // conflict or a feed cursor past the last seq, 415 a POST that is not application/json, 500 store failure, 503 not
-// ready.
+// ready. A request that changes state (POST, DELETE) from a web page of another
+// origin is refused with 403 (crossOrigin).
 package httpapi
 
 import (
@@ -86,6 +88,9 @@ type Options struct {
 	Listen string
 	// AllowedHosts are more names the Host header may give (http.allowed_hosts).
 	AllowedHosts []string
+	// MCP, if set, is served at /mcp behind the API's checks (host, origin, token,
+	// JSON): the MCP server's Streamable HTTP handler (internal/mcp).
+	MCP http.Handler
 	// Projections, if set, serves GET /v1/search and POST /v1/projection/rebuild
 	// and adds the projection's state to the status report and the metrics.
 	Projections Projections
@@ -160,10 +165,17 @@ func New(opts Options) http.Handler {
 
 	mux := http.NewServeMux()
 	a.routes(mux)
+	if opts.MCP != nil {
+		// JSON-RPC over HTTP, described by MCP's spec rather than openapi.yaml,
+		// hence not among routes; the SDK's handler answers its own methods and
+		// errors (405 for GET and DELETE: the server is stateless).
+		mux.Handle("/mcp", opts.MCP)
+	}
 
 	var h http.Handler = mux
 	h = requireJSON(h)
 	h = requireToken(opts.Token, h, "/healthz")
+	h = crossOrigin(h)
 	h = checkHost(opts.Listen, opts.AllowedHosts, h)
 	h = jsonErrors(h)
 	h = logRequests(a.log, h)

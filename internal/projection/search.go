@@ -21,6 +21,9 @@ type Query struct {
 	// user (ID, or label as shown); Record those of a record key's message and of
 	// its thread's replies.
 	Channel, User, Record string
+	// Channels, if not empty, keeps the hits of these conversations only (the MCP
+	// server's exposure policy), with Channel if both are set.
+	Channels []string
 	// After and Before, if set, keep the hits with After < ts < Before.
 	After, Before rm.TS
 	// Limit is the page size (DefaultLimit when 0, at most MaxLimit); Cursor is a
@@ -164,6 +167,12 @@ func (t *Target) Search(ctx context.Context, team string, q Query, f Freshness) 
 	where, args = append(where, "m.team_id = ?"), append(args, team)
 	if q.Channel != "" {
 		where, args = append(where, "m.channel = ?"), append(args, q.Channel)
+	}
+	if len(q.Channels) > 0 {
+		where = append(where, "m.channel IN (?"+strings.Repeat(", ?", len(q.Channels)-1)+")")
+		for _, ch := range q.Channels {
+			args = append(args, ch)
+		}
 	}
 	if q.User != "" {
 		where, args = append(where, "(m.user_id = ? OR lower(m.user_label) = lower(?))"), append(args, q.User, q.User)

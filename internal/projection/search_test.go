@@ -163,6 +163,9 @@ func TestSearchWordsFiltersAndPages(t *testing.T) {
 			want int
 		}{
 			{projection.Query{Q: "deploy", Channel: "C2"}, 16},
+			{projection.Query{Q: "deploy", Channels: []string{"C1", "C3"}, Limit: 100}, 30},
+			{projection.Query{Q: "deploy", Channels: []string{"C1", "C3"}, Channel: "C2"}, 0},
+			{projection.Query{Q: "deploy", Channels: []string{"C9"}}, 0},
 			{projection.Query{Q: "deploy", User: "U2", Limit: 100}, 22},
 			{projection.Query{Q: "deploy", User: "bee", Limit: 100}, 22},
 			{projection.Query{Q: "deploy", After: "1796032810.000000", Before: "1796032820.000000"}, 9},
