@@ -14,6 +14,8 @@ package config
 import (
 	_ "embed"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -27,19 +29,21 @@ const DefaultFile = "built-in defaults"
 // Config is the whole configuration. Field comments give units and allowed
 // values; slackpoll.yaml documents them for operators.
 type Config struct {
-	Slack         Slack     `yaml:"slack" json:"slack"`
-	Store         Store     `yaml:"store" json:"store"`
-	Conversations []string  `yaml:"conversations" json:"conversations"` // IDs to poll: C, G or D then uppercase letters/digits
-	Discover      string    `yaml:"discover" json:"discover"`           // "" or "member" (DiscoverMember)
-	Tick          Tick      `yaml:"tick" json:"tick"`
-	Budget        Budget    `yaml:"budget" json:"budget"`
-	Tracking      Tracking  `yaml:"tracking" json:"tracking"`
-	Window        Window    `yaml:"window" json:"window"`
-	Users         Users     `yaml:"users" json:"users"`
-	HTTP          HTTP      `yaml:"http" json:"http"`
-	Changes       Changes   `yaml:"changes" json:"changes"`
-	Webhooks      []Webhook `yaml:"webhooks" json:"webhooks"`
-	Log           Log       `yaml:"log" json:"log"`
+	Slack         Slack      `yaml:"slack" json:"slack"`
+	Store         Store      `yaml:"store" json:"store"`
+	Conversations []string   `yaml:"conversations" json:"conversations"` // IDs to poll: C, G or D then uppercase letters/digits
+	Discover      string     `yaml:"discover" json:"discover"`           // "" or "member" (DiscoverMember)
+	Tick          Tick       `yaml:"tick" json:"tick"`
+	Budget        Budget     `yaml:"budget" json:"budget"`
+	Tracking      Tracking   `yaml:"tracking" json:"tracking"`
+	Window        Window     `yaml:"window" json:"window"`
+	Users         Users      `yaml:"users" json:"users"`
+	HTTP          HTTP       `yaml:"http" json:"http"`
+	Changes       Changes    `yaml:"changes" json:"changes"`
+	Webhooks      []Webhook  `yaml:"webhooks" json:"webhooks"`
+	Projection    Projection `yaml:"projection" json:"projection"`
+	MCP           MCP        `yaml:"mcp" json:"mcp"`
+	Log           Log        `yaml:"log" json:"log"`
 
 	src *source // where the values came from, for error messages; nil for Default
 }
@@ -121,6 +125,43 @@ type Webhook struct {
 	Lease       Duration  `yaml:"lease" json:"lease"`               // how long a claim holds its rows; 0 = 1m
 	MaxAttempts int       `yaml:"max_attempts" json:"max_attempts"` // failed attempts before a row is parked; 0 = 10
 	MaxRows     int       `yaml:"max_rows" json:"max_rows"`         // rows its outbox keeps before the oldest are dropped; 0 = 100000
+}
+
+// MCP configures the MCP server (slackpoll mcp, and /mcp on http.listen).
+type MCP struct {
+	// Conversations are the conversations agents may read. Empty: every public and
+	// private channel the model holds, never a DM or group DM. A list: those only,
+	// whatever their type (list a DM to expose it).
+	Conversations []string `yaml:"conversations" json:"conversations"`
+}
+
+// Projection configures the SQL projection of the read model (docs/sql.md): a
+// SQLite file next to the store, on by default, and optionally a Postgres schema.
+type Projection struct {
+	SQLite   ProjectionSQLite   `yaml:"sqlite" json:"sqlite"`
+	Postgres ProjectionPostgres `yaml:"postgres" json:"postgres"`
+}
+
+// ProjectionSQLite configures the built-in SQLite projection.
+type ProjectionSQLite struct {
+	Enabled bool   `yaml:"enabled" json:"enabled"` // default true
+	Path    string `yaml:"path" json:"path"`       // "" = store.path with its extension replaced by .sqlite; relative to the config file
+}
+
+// ProjectionPostgres configures the Postgres projection; off while DSN is "".
+type ProjectionPostgres struct {
+	DSN    Secret `yaml:"dsn" json:"dsn"`       // postgres://user:password@host:5432/db, or libpq key=value pairs
+	Schema string `yaml:"schema" json:"schema"` // the schema of the tables, created if missing; default slackpoll
+}
+
+// SQLitePath returns the SQLite projection's file: projection.sqlite.path, else
+// store.path with its extension replaced by ".sqlite" (slackpoll.db →
+// slackpoll.sqlite), next to the store.
+func (c *Config) SQLitePath() string {
+	if c.Projection.SQLite.Path != "" {
+		return c.Projection.SQLite.Path
+	}
+	return strings.TrimSuffix(c.Store.Path, filepath.Ext(c.Store.Path)) + ".sqlite"
 }
 
 // Log configures logging.

@@ -34,6 +34,8 @@ func documented() Config {
 		HTTP:          HTTP{Listen: "", Token: "", AllowedHosts: []string{}},
 		Changes:       Changes{Retention: Duration(168 * time.Hour)},
 		Webhooks:      []Webhook{},
+		Projection:    Projection{SQLite: ProjectionSQLite{Enabled: true}, Postgres: ProjectionPostgres{Schema: "slackpoll"}},
+		MCP:           MCP{Conversations: []string{}},
 		Log:           Log{Level: "info", Format: "text"},
 	}
 }

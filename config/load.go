@@ -64,14 +64,16 @@ func Load(path string) (*Config, error) {
 // second terminal) then opens the same store instead of creating a new one where it
 // happens to run.
 func (c *Config) resolvePaths(path string) {
-	if filepath.IsAbs(c.Store.Path) {
-		return
-	}
 	dir := filepath.Dir(path)
 	if abs, err := filepath.Abs(dir); err == nil {
 		dir = abs
 	}
-	c.Store.Path = filepath.Join(dir, c.Store.Path)
+	if !filepath.IsAbs(c.Store.Path) {
+		c.Store.Path = filepath.Join(dir, c.Store.Path)
+	}
+	if p := c.Projection.SQLite.Path; p != "" && !filepath.IsAbs(p) {
+		c.Projection.SQLite.Path = filepath.Join(dir, p)
+	}
 }
 
 // MaxFileSize bounds the config file: a real one is a few KB; a huge file (a wrong

@@ -59,6 +59,8 @@ func (c *Config) Validate() error {
 	v.secret("http.token", c.HTTP.Token)
 	v.positive("changes.retention", c.Changes.Retention, "168h")
 	v.webhooks()
+	v.projection()
+	v.idList("mcp.conversations", c.MCP.Conversations)
 	v.oneOf("log.level", c.Log.Level, LogLevels)
 	v.oneOf("log.format", c.Log.Format, LogFormats)
 	return errors.Join(v.errs...)
@@ -168,16 +170,19 @@ func (v *validator) apiURL() {
 	}
 }
 
-func (v *validator) conversations() {
+func (v *validator) conversations() { v.idList("conversations", v.c.Conversations) }
+
+// idList checks a list of conversation IDs: each valid, none twice.
+func (v *validator) idList(name string, ids []string) {
 	seen := map[string]int{}
-	for i, id := range v.c.Conversations {
-		key := "conversations[" + strconv.Itoa(i) + "]"
+	for i, id := range ids {
+		key := name + "[" + strconv.Itoa(i) + "]"
 		if !readmodel.ValidConversationID(id) {
 			v.fail(key, "%q is not a Slack conversation ID: want C, G or D followed by uppercase letters and digits, e.g. C0123456789 (not the channel name)", id)
 			continue
 		}
 		if j, dup := seen[id]; dup {
-			v.fail(key, "%q is listed twice (also conversations[%d])", id, j)
+			v.fail(key, "%q is listed twice (also %s[%d])", id, name, j)
 			continue
 		}
 		seen[id] = i
@@ -332,5 +337,26 @@ func (v *validator) webhooks() {
 		if w.MaxRows < 0 {
 			v.fail(key+".max_rows", "%d is negative: want a whole number >= 1, or 0 for the default (%d)", w.MaxRows, changefeed.DefaultMaxRows)
 		}
+	}
+}
+
+// projection checks projection: the Postgres schema is a plain identifier (it is
+// created and set as the connections' search_path); "" becomes the default.
+func (v *validator) projection() {
+	if v.c.Projection.Postgres.Schema == "" {
+		v.c.Projection.Postgres.Schema = "slackpoll"
+	}
+	p := v.c.Projection
+	for i, r := range p.Postgres.Schema {
+		if ok := r == '_' || 'a' <= r && r <= 'z' || i > 0 && '0' <= r && r <= '9'; !ok {
+			v.fail("projection.postgres.schema", "%q is not allowed: want lower-case letters, digits and _, starting with a letter (e.g. slackpoll)", p.Postgres.Schema)
+			return
+		}
+	}
+	if p.SQLite.Enabled && (p.SQLite.Path == v.c.Store.Path && p.SQLite.Path != "") {
+		v.fail("projection.sqlite.path", "must not be the store's file (store.path)")
+	}
+	if p.Postgres.DSN.IsSet() {
+		v.secret("projection.postgres.dsn", p.Postgres.DSN)
 	}
 }

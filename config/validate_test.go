@@ -51,6 +51,8 @@ func TestValidationErrors(t *testing.T) {
 		{"lowercase id", "conversations: [c0123456789]\n", "conversations[0]", []string{`"c0123456789" is not a Slack conversation ID`}},
 		{"user id", "conversations: [U0123456789]\n", "conversations[0]", []string{`"U0123456789" is not a Slack conversation ID`}},
 		{"hash name", "conversations: ['#general']\n", "conversations[0]", []string{`"#general" is not a Slack conversation ID`}},
+		{"mcp channel name", "mcp:\n  conversations: [C0123456789, general]\n", "mcp.conversations[1]", []string{`line 2: mcp.conversations[1]: "general" is not a Slack conversation ID`}},
+		{"mcp listed twice", "mcp:\n  conversations: [D0123456789, D0123456789]\n", "mcp.conversations[1]", []string{`"D0123456789" is listed twice (also mcp.conversations[0])`}},
 		{"prefix only", "conversations: [C]\n", "conversations[0]", []string{`"C" is not a Slack conversation ID`}},
 		{"duplicate id", "conversations: [C0AAAAAAA, G0BBBBBBB, C0AAAAAAA]\n", "conversations[2]",
 			[]string{`conversations[2]: "C0AAAAAAA" is listed twice (also conversations[0])`}},

@@ -35,5 +35,5 @@ func main() {
 			}
 		}
 	}()
-	os.Exit(cli.Main(ctx, os.Args[1:], cli.Env{Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv, Hangup: hangup}))
+	os.Exit(cli.Main(ctx, os.Args[1:], cli.Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv, Hangup: hangup}))
 }

@@ -78,10 +78,12 @@ func (e *unreachableError) Is(target error) bool { return target == errAPIUnreac
 // or user.
 var errAPINotFound = errors.New("not found")
 
-// apiError is a 4xx/5xx answer of the daemon's API with its {"error": …} message.
+// apiError is a 4xx/5xx answer of the daemon's API with its {"error": …} message,
+// and the whole body (some errors carry more: the feed's bounds of a 410 or 409).
 type apiError struct {
 	code int
 	msg  string
+	body []byte
 }
 
 func (e *apiError) Error() string { return e.msg }
@@ -138,7 +140,7 @@ func (c *apiClient) doCtx(ctx context.Context, method, path string, body, v any)
 	}
 	switch {
 	case resp.StatusCode == http.StatusUnauthorized:
-		return &apiError{resp.StatusCode, fmt.Sprintf("the daemon's HTTP API at %s refused the token: set http.token to the daemon's http.token", c.base)}
+		return &apiError{resp.StatusCode, fmt.Sprintf("the daemon's HTTP API at %s refused the token: set http.token to the daemon's http.token", c.base), nil}
 	case resp.StatusCode >= 400:
 		var e struct {
 			Error string `json:"error"`
@@ -146,7 +148,7 @@ func (c *apiClient) doCtx(ctx context.Context, method, path string, body, v any)
 		if json.Unmarshal(data, &e) != nil || e.Error == "" {
 			e.Error = resp.Status
 		}
-		return &apiError{resp.StatusCode, e.Error}
+		return &apiError{resp.StatusCode, e.Error, data}
 	}
 	if err := json.Unmarshal(data, v); err != nil {
 		return fmt.Errorf("the daemon's HTTP API at %s sent an answer this slackpoll does not understand (%v): are both the same version?", c.base, err)

@@ -37,7 +37,7 @@ func (c *apiClient) stream(path string, w io.Writer) (int64, http.Header, error)
 	}
 	defer func() { _ = resp.Body.Close() }() // read in full below
 	if resp.StatusCode == http.StatusUnauthorized {
-		return 0, nil, &apiError{resp.StatusCode, fmt.Sprintf("the daemon's HTTP API at %s refused the token: set http.token to the daemon's http.token", c.base)}
+		return 0, nil, &apiError{resp.StatusCode, fmt.Sprintf("the daemon's HTTP API at %s refused the token: set http.token to the daemon's http.token", c.base), nil}
 	}
 	if resp.StatusCode >= 400 {
 		var e struct {
@@ -50,7 +50,7 @@ func (c *apiClient) stream(path string, w io.Writer) (int64, http.Header, error)
 		if resp.StatusCode == http.StatusNotFound {
 			e.Error += " (is the daemon an older slackpoll, without " + path + "?)"
 		}
-		return 0, nil, &apiError{resp.StatusCode, e.Error}
+		return 0, nil, &apiError{resp.StatusCode, e.Error, data}
 	}
 	n, err := io.Copy(w, resp.Body)
 	if err != nil {

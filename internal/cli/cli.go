@@ -44,9 +44,15 @@ Usage:
                                           drop the rows of a webhook removed from the config
   slackpoll requeue [--config F] --webhook NAME [SEQ...]
                                           parked deliveries back in line
-  slackpoll demo   [--duration D] [--seed N] runs against a built-in simulated workspace
+  slackpoll search [--config F] [--channel C] [--user U] [--after T] [--before T] [--record R] [--limit N] [--json] QUERY...
+                                          full-text search of the SQL projection, newest first
+  slackpoll projection rebuild|verify [--config F]
+                                          rebuild the SQL projection, or compare it with the store
+  slackpoll demo   [--duration D] [--seed N] [--postgres DSN] runs against a built-in simulated workspace
   slackpoll demo   --listen ADDR [--api ADDR] [--dir D]
                                           serves a changing simulated workspace to poll with run
+  slackpoll mcp    [--config F] [--print-config CLIENT [--transport stdio|http]]
+                                          the MCP server for agents, on stdio (read-only)
   slackpoll config [--config F]            the effective config, secrets redacted
   slackpoll config --defaults              the commented defaults, to start a config file from
   slackpoll backup [--config F] [--force] FILE
@@ -64,6 +70,8 @@ Exit status: 0 success, 1 runtime failure, 2 usage or config error.
 
 // Env is what a command may touch of the outside world.
 type Env struct {
+	// Stdin is read by `slackpoll mcp` (the MCP stdio transport); nil reads nothing.
+	Stdin          io.Reader
 	Stdout, Stderr io.Writer
 	// Getenv reads the environment (os.Getenv in main).
 	Getenv func(string) string
@@ -145,7 +153,9 @@ type cmdCtx struct {
 	record     string
 	duration   string
 	seed       int64
+	postgres   string // demo --postgres
 	feed       feedFlags
+	search     searchFlags
 	live       demoLive // demo --listen: the explorable demo
 	// healthcheck --live: /healthz instead of /readyz
 	liveOnly bool
@@ -153,6 +163,7 @@ type cmdCtx struct {
 	force bool
 	// config --defaults: the commented default config
 	defaults bool
+	mcp      mcpFlags
 	args     []string
 }
 
@@ -185,8 +196,17 @@ var commands = []command{
 	{name: "demo", about: "Run the daemon against a built-in simulated Slack workspace; no token needed.", run: cmdDemo, flags: func(fs *pflag.FlagSet, c *cmdCtx) {
 		fs.StringVar(&c.duration, "duration", "30s", "how long the simulated workspace changes before the final comparison")
 		fs.Int64Var(&c.seed, "seed", 1, "seed of the generated workspace, its changes and faults")
+		fs.StringVar(&c.postgres, "postgres", "", "also project into this Postgres database (schema "+demoSchema+", emptied first), e.g. postgres://user:pw@127.0.0.1:5432/db")
 		c.live.flags(fs)
 	}, noConfig: true},
+	{name: "search", about: "Search the messages (full text, newest first) in the SQL projection.", args: "QUERY...", nargs: -1, argsOK: func(c *cmdCtx) error {
+		if len(c.args) == 0 {
+			return usageErr("search needs a query: words (each matches the start of a word), \"a phrase\", or Chinese/Japanese/Korean text")
+		}
+		return nil
+	}, run: cmdSearch, flags: searchFlagSet},
+	{name: "projection", about: "Rebuild the SQL projection from the store (rebuild), or compare it with the store row for row (verify).", args: "rebuild|verify", nargs: 1, run: cmdProjection},
+	{name: "mcp", about: "Serve the read model to AI agents over MCP on stdin/stdout (read-only); --print-config CLIENT prints a client's config.", run: cmdMCP, flags: mcpFlagSet},
 	{name: "config", about: "Print the effective config (defaults, file, environment) with secrets redacted; --defaults prints the commented defaults to start a file from.", run: cmdConfig, flags: func(fs *pflag.FlagSet, c *cmdCtx) {
 		fs.BoolVar(&c.defaults, "defaults", false, "print the built-in, commented default config (config/slackpoll.yaml) instead: slackpoll config --defaults > slackpoll.yaml")
 	}},

@@ -13,14 +13,19 @@ import (
 	"github.com/slackpoll/slackpoll/internal/changefeed"
 	"github.com/slackpoll/slackpoll/internal/metrics"
 	"github.com/slackpoll/slackpoll/internal/poller"
+	"github.com/slackpoll/slackpoll/internal/projection"
 	"github.com/slackpoll/slackpoll/internal/webhook"
 )
 
 // daemon is a wired store, source and poller.
 type daemon struct {
-	cfg    *config.Config
-	log    *slog.Logger
-	store  *boltstore.Store
+	cfg   *config.Config
+	log   *slog.Logger
+	store *boltstore.Store
+	// model is store as every component reads and writes it: watched, so that the
+	// SQL projection (proj) sees every commit.
+	model  *projection.Watched
+	proj   *projection.Runner
 	poller *poller.Poller
 	// metrics receive the Slack client's and the poller's hooks; the read API serves them.
 	metrics *metrics.Metrics
@@ -66,7 +71,9 @@ func (c *cmdCtx) startDaemon() (*daemon, error) {
 		_ = store.Close() // the configuration error is the one to report
 		return nil, &exitError{ExitUsage, err}
 	}
-	d := &daemon{cfg: cfg, log: log, store: store, metrics: m, notifier: &changefeed.Notifier{}, reloadable: rl, slackNow: src.SlackNow}
+	d := &daemon{cfg: cfg, log: log, store: store, model: projection.Watch(store), metrics: m, notifier: &changefeed.Notifier{}, reloadable: rl, slackNow: src.SlackNow}
+	d.proj = projection.NewRunner(d.model, log, projectionSpecs(cfg)...)
+	m.SetProjections(d.proj.Statuses)
 	d.deliverer = d.newDeliverer()
 	m.SetWebhooks(webhookNames(cfg))
 	pc := pollerConfig(cfg, log)
@@ -74,7 +81,7 @@ func (c *cmdCtx) startDaemon() (*daemon, error) {
 	pc.ClockSkew = src.ClockSkew
 	pc.Feed = feedConfig(cfg)
 	pc.OnChanges = d.changesCommitted
-	d.poller = poller.New(store, src, pc)
+	d.poller = poller.New(d.model, src, pc)
 	d.warnRestored()
 	d.warnUnconfiguredOutbox()
 	return d, nil
@@ -128,6 +135,13 @@ func cmdRun(ctx context.Context, c *cmdCtx) (err error) {
 	stopFeed := d.runFeed(ctx)
 	defer stopFeed() // deliveries in flight are abandoned; their lease frees the rows
 	d.watchHangup(ctx, c)
+	stopProj := d.runProjections(ctx)
+	defer func() {
+		// What the last tick wrote, while the shutdown allows; the rest is synced by
+		// the next start.
+		d.drainProjections(context.Background(), runDrain)
+		stopProj()
+	}()
 	d.log.Info("slackpoll started", "store", d.cfg.Store.Path, "conversations", len(d.cfg.Conversations),
 		"discover", d.cfg.Discover, "interval", d.cfg.Tick.Interval, "rate_profile", d.cfg.Slack.RateProfile)
 	err = d.poller.Run(ctx)
@@ -162,9 +176,14 @@ func cmdOnce(ctx context.Context, c *cmdCtx) (err error) {
 		return err
 	}
 	defer d.close(&err)
+	stopProj := d.runProjections(ctx)
+	defer stopProj()
 	_, err = d.poller.Tick(ctx)
 	if derr := d.store.Err(); derr != nil {
 		return derr // whatever part of the tick met it, the store fails every transaction now
+	}
+	if err == nil {
+		d.drainProjections(ctx, projectionDrain)
 	}
 	if d.deliverer != nil && err == nil {
 		d.deliverer.Sweep(ctx) // what the tick wrote to the outbox, once; the rest waits for run

@@ -17,10 +17,22 @@ import (
 	"testing"
 	"time"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/slackpoll/slackpoll/internal/changefeed"
+	"github.com/slackpoll/slackpoll/internal/mcp"
 	"github.com/slackpoll/slackpoll/internal/slackfake"
 	"github.com/slackpoll/slackpoll/internal/status"
 )
+
+// bearerTransport sends a bearer token with every request.
+type bearerTransport struct{ token string }
+
+func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(r)
+}
 
 // freeAddr returns a loopback address no one listens on right now.
 func freeAddr(t *testing.T) string {
@@ -126,6 +138,41 @@ func TestRunServesTheReadAPI(t *testing.T) {
 		t.Fatalf("status while run holds the store = %d, stderr %s", code, errOut)
 	}
 	wantContains(t, "status", out, "status of the running daemon at "+base, "C0GENERAL  general")
+
+	// The MCP server answers at /mcp, behind the same token.
+	client := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil)
+	cs, err := client.Connect(t.Context(), &sdk.StreamableClientTransport{
+		Endpoint: base + "/mcp", HTTPClient: &http.Client{Transport: bearerTransport{"api-tok"}},
+	}, nil)
+	if err != nil {
+		t.Fatalf("MCP client on %s/mcp: %v", base, err)
+	}
+	var m mcp.ReadConversationOutput
+	callTool(t, cs, "read_conversation", map[string]any{"channel": "C0GENERAL"}, &m)
+	if len(m.Messages) != 1 || m.Messages[0].Text != "hello" || !m.Freshness.DaemonRunning {
+		t.Errorf("read_conversation over /mcp = %+v", m)
+	}
+	// search_messages searches the daemon's own SQL projection, which its projectors
+	// bring up to date with the tick a moment after it.
+	var found mcp.SearchOutput
+	var last string
+	for deadline := time.Now().Add(10 * time.Second); len(found.Hits) == 0 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "search_messages", Arguments: map[string]any{"query": "hello"}})
+		if err != nil {
+			t.Fatalf("search_messages over /mcp: %v", err)
+		}
+		raw, _ := json.Marshal(res)
+		if last = string(raw); !res.IsError {
+			raw, _ = json.Marshal(res.StructuredContent)
+			if err := json.Unmarshal(raw, &found); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if len(found.Hits) != 1 || found.Hits[0].Channel != "C0GENERAL" || found.Hits[0].Text != "hello" || found.Hits[0].LastPolledAt == nil || !found.Freshness.DaemonRunning {
+		t.Errorf("search_messages hello over /mcp = %s, want the message, from the daemon's projection", last)
+	}
+	_ = cs.Close()
 
 	cancel()
 	res := <-done

@@ -47,6 +47,9 @@ func cmdStatus(ctx context.Context, c *cmdCtx) error {
 			})
 			return err
 		})
+		if err == nil {
+			rep.Projections = offlineProjections(ctx, cfg, r.store)
+		}
 	}
 	if err != nil {
 		return err

@@ -8,10 +8,12 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"runtime/debug"
 	"sync"
 	"time"
 
 	"github.com/slackpoll/slackpoll/internal/httpapi"
+	"github.com/slackpoll/slackpoll/internal/mcp"
 )
 
 // httpShutdownTimeout bounds the graceful shutdown of the read API, well inside the
@@ -34,11 +36,12 @@ func (d *daemon) serveHTTP() (stop func(), err error) {
 		return nil, fmt.Errorf("http.listen %s: %w (is another slackpoll or program using the port?)", listen, err)
 	}
 	h := httpapi.New(httpapi.Options{
-		Store: d.store, Configured: d.cfg.Conversations, Interval: d.cfg.Tick.Interval.D(),
+		Store: d.model, Projections: d.proj, Configured: d.cfg.Conversations, Interval: d.cfg.Tick.Interval.D(),
 		Token: d.cfg.HTTP.Token.Reveal(), Ready: d.metrics.Ready, Metrics: d.metrics, Logger: d.log, Listen: listen,
 		Notifier: d.notifier, OnRequeue: d.wakeDeliverer, Webhooks: webhookNames(d.cfg), Running: d.poller.Running,
 		CurrentConfigured: d.reloadable.configured, AllowedHosts: d.cfg.HTTP.AllowedHosts,
 		SpoolDir: filepath.Dir(d.cfg.Store.Path),
+		MCP:      d.mcpServer().Handler(),
 	})
 	srv := httpapi.NewServer(listen, h)
 	srv.RegisterOnShutdown(d.notifier.Close) // long polls answer now, not when cut
@@ -61,6 +64,18 @@ func (d *daemon) serveHTTP() (stop func(), err error) {
 			<-done
 		})
 	}, nil
+}
+
+// mcpServer is the MCP server of /mcp: it reads the daemon's own store.
+func (d *daemon) mcpServer() *mcp.Server {
+	reader := &mcp.StoreReader{Store: d.store, CurrentConfigured: d.reloadable.configured, Interval: d.cfg.Tick.Interval.D(), DaemonRunning: true,
+		Searcher: d.proj.Search}
+	return mcp.New(mcp.Options{
+		Open:    func(context.Context) (mcp.Reader, func(), error) { return reader, func() {}, nil },
+		Policy:  mcp.Policy{Conversations: d.cfg.MCP.Conversations},
+		Version: readBuildInfo(debug.ReadBuildInfo).Version,
+		Logger:  d.log,
+	})
 }
 
 // warnIfExposed logs a warning when listen accepts connections from other hosts:

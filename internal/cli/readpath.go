@@ -38,25 +38,26 @@ func (r *reader) Close() error {
 // http.listen is set, it reads through the daemon's API instead. Without http.listen
 // a held lock fails at once, saying why and what to do.
 func openReader(cfg *config.Config) (*reader, error) {
-	return openStoreOrAPI(cfg, true, "read commands", nil)
+	return openStoreOrAPI(cfg, true, "read commands", readLockTimeout, nil)
 }
 
 // openWriter opens the store read-write for cmd (track, untrack, requeue); like
 // openReader it falls back to the daemon's API when the lock is held and http.listen
 // is set. What the store changes by itself (its mode) is logged to stderr.
 func openWriter(cfg *config.Config, cmd string, stderr io.Writer) (*reader, error) {
-	return openStoreOrAPI(cfg, false, cmd, newLogger(logLevel(cfg.Log.Level), cfg.Log.Format, stderr))
+	return openStoreOrAPI(cfg, false, cmd, readLockTimeout, newLogger(logLevel(cfg.Log.Level), cfg.Log.Format, stderr))
 }
 
 // openStoreOrAPI opens the store, or names the daemon's API when another process
-// holds the store's lock and http.listen is set; who is what the advice to set it
-// names.
+// holds the store's lock (waiting for it up to lockTimeout) and http.listen is set;
+// who is what the advice to set it names. log receives what the store changes by
+// itself (nil: nothing is logged).
 //
 // With http.listen set, the lock is tried once, without waiting: a held lock is most
 // likely the running daemon's, and its API answers at once. Only when nothing listens
-// there (the holder is a short command, not the daemon) does it wait readLockTimeout
-// for the lock, as it does without http.listen.
-func openStoreOrAPI(cfg *config.Config, readOnly bool, who string, log *slog.Logger) (*reader, error) {
+// there (the holder is a short command, not the daemon) does it wait lockTimeout for
+// the lock, as it does without http.listen.
+func openStoreOrAPI(cfg *config.Config, readOnly bool, who string, lockTimeout time.Duration, log *slog.Logger) (*reader, error) {
 	open := func(timeout time.Duration) (*boltstore.Store, error) {
 		return boltstore.Open(cfg.Store.Path, boltstore.Options{ReadOnly: readOnly, LockTimeout: timeout, Logger: log})
 	}
@@ -72,7 +73,7 @@ func openStoreOrAPI(cfg *config.Config, readOnly bool, who string, log *slog.Log
 			return &reader{api: newAPIClient(cfg)}, nil
 		}
 	}
-	s, err := open(readLockTimeout)
+	s, err := open(lockTimeout)
 	if err == nil {
 		return &reader{store: s}, nil
 	}

@@ -97,6 +97,12 @@ type msgKey struct {
 // comparable strips what only polling knows, which the truth cannot say.
 func comparable(m export.MessageLine) export.MessageLine {
 	m.LastPolledAt, m.MissingSince, m.Record, m.Tracked = nil, nil, "", false
+	if len(m.Replies) > 0 {
+		m.Replies = slices.Clone(m.Replies)
+		for i := range m.Replies {
+			m.Replies[i].LastPolledAt = nil
+		}
+	}
 	return m
 }
 

@@ -24,6 +24,7 @@ import (
 	"github.com/slackpoll/slackpoll/internal/ctxsleep"
 	"github.com/slackpoll/slackpoll/internal/export"
 	"github.com/slackpoll/slackpoll/internal/poller"
+	"github.com/slackpoll/slackpoll/internal/projection"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 	"github.com/slackpoll/slackpoll/internal/slackapi"
 	"github.com/slackpoll/slackpoll/internal/slackfake"
@@ -91,6 +92,12 @@ type Options struct {
 	// itself, so the feed alone rebuilds the store from empty). Result.Feed says
 	// whether it did.
 	Feed rm.FeedConfig
+	// Projections are SQL projection targets kept from the store's commits as the
+	// daemon keeps them; Result.Projections says whether each equals the store at
+	// the end. RestartProjectionsAt, if positive, restarts their projectors that
+	// long into the changes (a daemon restart: the new ones sync).
+	Projections          []projection.Spec
+	RestartProjectionsAt time.Duration
 }
 
 // DefaultOptions are the demo's: a small workspace changing for 30 s, at rates high
@@ -146,6 +153,8 @@ type Result struct {
 	// Feed is the change feed's check: replayed from seq 1 over nothing, it must
 	// give what the store holds.
 	Feed FeedCheck
+	// Projections are the SQL projection's checks, one per Options.Projections.
+	Projections []ProjectionCheck
 }
 
 // FeedCheck is the outcome of replaying the change feed.
@@ -215,6 +224,14 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		return Result{}, err
 	}
 	defer func() { _ = store.Close() }() // the comparison is done; nothing is written after it
+	model := projection.Watch(store)
+	var proj *projectors
+	if len(o.Projections) > 0 {
+		if proj, err = startProjectors(ctx, model, o.Log, o.Projections); err != nil {
+			return Result{}, err
+		}
+		defer proj.close()
+	}
 	src, err := slackapi.New(slackapi.Options{
 		Token: fake.Token(), APIURL: apiURL, HTTPClient: httpClient, RequestTimeout: o.RequestTimeout,
 		Rates: rates, Pacing: slackapi.StorePacing(store), Logger: o.Log,
@@ -228,7 +245,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		res   = Result{Calls: map[string]int{}}
 		ticks = make(chan rm.TickSummary, 16)
 	)
-	pl := poller.New(store, src, poller.Config{
+	pl := poller.New(model, src, poller.Config{
 		Rates:         rates,
 		Conversations: convs, Budget: o.Budget, Interval: o.Interval,
 		SoftDeadline: 30 * time.Second, BulkWindow: window, UserCacheTTL: o.UserCacheTTL,
@@ -251,7 +268,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 			}
 		},
 	})
-	tracked, err := trackOlder(store, fake.Truth(), time.Now().Add(-window), o.Track)
+	tracked, err := trackOlder(model, fake.Truth(), time.Now().Add(-window), o.Track)
 	if err != nil {
 		return res, err
 	}
@@ -268,7 +285,12 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	mut := slackfake.NewMutator(fake, o.Seed)
 	mut.Disruptive = o.Disruptive
 	until := time.Now().Add(o.MutateFor)
+	restartAt := time.Now().Add(o.RestartProjectionsAt)
 	for time.Now().Before(until) {
+		if proj != nil && o.RestartProjectionsAt > 0 && !time.Now().Before(restartAt) {
+			proj.restart()
+			restartAt = until
+		}
 		d := mut.Step()
 		if strings.HasPrefix(d, "skip") || strings.Contains(d, "(skipped") {
 			res.Skipped++
@@ -334,6 +356,9 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	stopPoller() // before reading what its ticks recorded
 	if res.Feed, err = checkFeed(store, seqAtMatch, fake.Truth()); err != nil {
 		return res, err
+	}
+	if proj != nil {
+		res.Projections = proj.check(ctx, store, 5*time.Minute)
 	}
 	res.Requests = fake.Requests()
 	res.Elapsed = time.Since(start)

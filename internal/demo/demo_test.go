@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -15,8 +16,10 @@ import (
 	"time"
 
 	"github.com/slackpoll/slackpoll/internal/poller"
+	"github.com/slackpoll/slackpoll/internal/projection"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 	"github.com/slackpoll/slackpoll/internal/slackfake"
+	"github.com/slackpoll/slackpoll/internal/testsupport/pgtest"
 )
 
 // seeds is the number of seeds of TestConvergesUnderMutationsAndFaults: 200 in CI
@@ -116,7 +119,49 @@ func seedOptions(seed int64) Options {
 	o.MaxTicks = 400
 	o.NoSync = true
 	o.Feed = rm.FeedConfig{Backfill: true}
+	if rng.IntN(2) == 0 {
+		// Half the seeds restart the SQL projectors mid-changes, as a daemon restart
+		// would: the new ones sync from the store, then follow it.
+		o.RestartProjectionsAt = time.Duration(rng.Int64N(int64(o.MutateFor)))
+	}
 	return o
+}
+
+// seedProjections are the SQL projection targets of a seed: a SQLite file in dir,
+// and a Postgres schema of its own (where Postgres is available: always in CI).
+func seedProjections(t *testing.T, dir string) []projection.Spec {
+	path := filepath.Join(dir, "projection.sqlite")
+	specs := []projection.Spec{{Kind: projection.KindSQLite, Name: path,
+		Open: func(ctx context.Context) (*projection.Target, error) { return projection.OpenSQLiteNoSync(ctx, path) }}}
+	if os.Getenv(pgtest.EnvDSN) != "" || os.Getenv(pgtest.EnvRequired) == "required" {
+		dsn, schema := pgtest.Schema(t)
+		specs = append(specs, projection.Spec{Kind: projection.KindPostgres, Name: schema,
+			Open: func(ctx context.Context) (*projection.Target, error) {
+				return projection.OpenPostgres(ctx, dsn, schema)
+			}})
+	}
+	return specs
+}
+
+// assertProjections holds the SQL projection to its promise: at the end of the run,
+// each target equals the store row for row, and search finds a stored message by one
+// of its words.
+func assertProjections(t *testing.T, o Options, res Result) {
+	t.Helper()
+	if len(res.Projections) != len(o.Projections) {
+		t.Errorf("%d projection checks, want %d", len(res.Projections), len(o.Projections))
+	}
+	for _, c := range res.Projections {
+		switch {
+		case c.Err != nil:
+			t.Errorf("SQL projection (%s): %v", c.Kind, c.Err)
+		case !c.Report.Equal():
+			t.Errorf("SQL projection (%s) differs from the store (restarted at %v): %v\n%s", c.Kind, o.RestartProjectionsAt, c.Report,
+				strings.Join(c.Report.Differences[:min(10, len(c.Report.Differences))], "\n"))
+		case c.Report.Messages == 0:
+			t.Errorf("SQL projection (%s): no message compared", c.Kind)
+		}
+	}
 }
 
 // queuedFaults are one fault of each kind, in a seeded order, each for a seeded
@@ -183,6 +228,7 @@ func convergeSeed(t *testing.T, seed int64, agg *aggregate) {
 		defer func() { agg.add(out) }() // also when the seed fails
 		o := seedOptions(seed)
 		o.Dir = t.TempDir()
+		o.Projections = seedProjections(t, o.Dir)
 		if testing.Verbose() && *seeds == 1 {
 			o.Out = os.Stdout
 		}
@@ -212,6 +258,7 @@ func convergeSeed(t *testing.T, seed int64, agg *aggregate) {
 		}
 		out.noRotation = !promised
 		assertFeed(t, res)
+		assertProjections(t, o, res)
 		out.feed = res.Feed.Kinds
 		if res.Report.Messages == 0 || res.Mutations == res.Skipped {
 			t.Errorf("nothing compared or changed: %+v", res.Report)

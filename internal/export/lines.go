@@ -43,6 +43,9 @@ type ReplyLine struct {
 	Edited    *rm.Edited    `json:"edited"`
 	Reactions []rm.Reaction `json:"reactions"`
 	OwnPost   bool          `json:"own_post"`
+	// LastPolledAt is when the reply was last read (with its thread, or on its own
+	// when it is tracked); nil when never.
+	LastPolledAt *time.Time `json:"last_polled_at"`
 }
 
 // MessageLine is one timeline message in the export format (README, "Commands" (export)): top-level
@@ -136,6 +139,7 @@ func NewReplyLine(r *rm.Message, label rm.Labeler) ReplyLine {
 		TS: r.TS, ThreadTS: r.ThreadTS, User: r.User, UserLabel: rm.UserLabel(r, label),
 		BotID: r.BotID, Subtype: r.Subtype, Text: r.Text, Edited: r.Edited,
 		Reactions: reactionsOrEmpty(r.Reactions), OwnPost: r.OwnPost,
+		LastPolledAt: utcPtr(r.LastPolledAt),
 	}
 }
 

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"errors"
 	"net/http"
-	"slices"
 
 	"github.com/slackpoll/slackpoll/internal/export"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
@@ -13,54 +12,22 @@ import (
 // configured one not stored yet (status pending), by id, as conversation lines. The
 // list is short (one entry per conversation), so it is never paged.
 func (a *api) conversations(w http.ResponseWriter, r *http.Request) {
-	items := []export.ConversationLine{}
+	var items []export.ConversationLine
 	err := a.store.View(func(tx rm.Tx) error {
-		stored := map[string]bool{}
-		err := tx.Conversations(func(c rm.Conversation) error {
-			stored[c.ID] = true
-			items = append(items, export.NewConversationLine(&c))
-			return nil
-		})
-		for _, id := range a.configuredNow() {
-			if !stored[id] {
-				stored[id] = true
-				items = append(items, export.NewConversationLine(&rm.Conversation{ID: id, Status: rm.StatusPending}))
-			}
-		}
+		var err error
+		items, err = export.ConversationLines(tx, a.configuredNow())
 		return err
 	})
 	if err != nil {
 		a.internalError(w, r, err)
 		return
 	}
-	slices.SortFunc(items, func(x, y export.ConversationLine) int {
-		switch {
-		case x.ID < y.ID:
-			return -1
-		case x.ID > y.ID:
-			return 1
-		}
-		return 0
-	})
 	writeJSON(w, http.StatusOK, list[export.ConversationLine]{Items: items})
 }
 
 // errUnknownConversation is returned inside a View for a conversation the model
 // knows nothing about.
 var errUnknownConversation = errors.New("unknown conversation")
-
-// knownConversation reports whether id is stored, configured, or holds messages (a
-// message tracked in a conversation that was never polled).
-func (a *api) knownConversation(tx rm.Tx, id string) (bool, error) {
-	if slices.Contains(a.configuredNow(), id) {
-		return true, nil
-	}
-	if _, ok, err := tx.Conversation(id); err != nil || ok {
-		return ok, err
-	}
-	n, err := tx.Counts(id)
-	return n.Messages > 0, err
-}
 
 // message answers GET /v1/conversations/{id}/messages/{ts}: the message line of one
 // stored record. A thread reply comes back as its own line, without replies; its
@@ -92,15 +59,6 @@ func (a *api) serveMessage(w http.ResponseWriter, r *http.Request, ref rm.Ref) {
 	}
 }
 
-func (a *api) messageLine(ref rm.Ref) (line export.MessageLine, ok bool, err error) {
-	err = a.store.View(func(tx rm.Tx) error {
-		m, found, err := tx.Message(ref.Channel, ref.TS)
-		if err != nil || !found {
-			return err
-		}
-		ok = true
-		line, err = export.MessageLineOf(tx, &m)
-		return err
-	})
-	return line, ok, err
+func (a *api) messageLine(ref rm.Ref) (export.MessageLine, bool, error) {
+	return export.MessageLineAt(a.store, ref)
 }

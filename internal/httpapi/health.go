@@ -31,7 +31,11 @@ func (a *api) readyz(w http.ResponseWriter, _ *http.Request) {
 
 // statusInput is the status report's input as the daemon sees it.
 func (a *api) statusInput() status.Input {
-	return status.Input{Configured: a.configuredNow(), Interval: a.interval, Now: a.now(), DaemonRunning: true, Webhooks: a.webhooks, Running: a.running}
+	in := status.Input{Configured: a.configuredNow(), Interval: a.interval, Now: a.now(), DaemonRunning: true, Webhooks: a.webhooks, Running: a.running}
+	if a.projections != nil {
+		in.Projections = a.projections.Statuses()
+	}
+	return in
 }
 
 // status answers GET /v1/status with the status report (internal/status.Report).

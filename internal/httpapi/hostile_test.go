@@ -151,3 +151,43 @@ func TestStateChangingRequestNeedsJSONContentType(t *testing.T) {
 		}
 	}
 }
+
+// A state-changing request a web page of another origin makes (a JSON POST after a
+// preflight the page's own server answered, or a browser that skips it) is refused;
+// the same request from a program (no Origin), or from the API's own origin, passes.
+func TestStateChangingRequestFromAnotherOriginIsRefused(t *testing.T) {
+	srv := hostileEnv(t, "127.0.0.1:8089")
+	host := strings.TrimPrefix(srv.URL, "http://")
+	body := `{"channel":"C0GENERAL","ts":"1700000000.000001"}`
+	for _, tc := range []struct {
+		origin, fetchSite string
+		want              int
+	}{
+		{"", "", http.StatusOK},
+		{"http://evil.example", "", http.StatusForbidden},
+		{"http://evil.example", "cross-site", http.StatusForbidden},
+		{"", "cross-site", http.StatusForbidden},
+		{"http://" + host, "", http.StatusOK},
+		{"http://" + host, "same-origin", http.StatusOK},
+	} {
+		req, err := http.NewRequest(http.MethodPost, srv.URL+"/v1/tracked", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		if tc.origin != "" {
+			req.Header.Set("Origin", tc.origin)
+		}
+		if tc.fetchSite != "" {
+			req.Header.Set("Sec-Fetch-Site", tc.fetchSite)
+		}
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("Origin %q, Sec-Fetch-Site %q: %d, want %d", tc.origin, tc.fetchSite, resp.StatusCode, tc.want)
+		}
+	}
+}

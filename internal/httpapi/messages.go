@@ -22,8 +22,9 @@ const (
 // client mistaking an old cursor for a new one.
 const cursorPrefix = "ts1:"
 
-// encodeCursor returns the cursor of the page after the message ts.
-func encodeCursor(ts rm.TS) string {
+// MessagesCursor returns the cursor of GET /v1/conversations/{id}/messages that goes
+// on after the message ts (before it, with order=desc), as next_cursor does.
+func MessagesCursor(ts rm.TS) string {
 	return base64.RawURLEncoding.EncodeToString([]byte(cursorPrefix + string(ts)))
 }
 
@@ -40,38 +41,45 @@ func decodeCursor(c string) (rm.TS, error) {
 	return ts, nil
 }
 
-// pageQuery is a parsed messages query.
-type pageQuery struct {
-	oldest, latest rm.TS // inclusive bounds, "" open
-	after          rm.TS // from the cursor: only ts strictly after it
-	limit          int
-}
-
-func parsePageQuery(r *http.Request) (pageQuery, error) {
+// parsePageQuery reads oldest, latest, limit, order and cursor.
+func parsePageQuery(r *http.Request) (export.TimelineQuery, error) {
 	q := r.URL.Query()
-	var p pageQuery
+	var p export.TimelineQuery
 	var err error
 	for _, b := range []struct {
 		name string
 		dst  *rm.TS
-	}{{"oldest", &p.oldest}, {"latest", &p.latest}} {
+	}{{"oldest", &p.Oldest}, {"latest", &p.Latest}} {
 		if v := q.Get(b.name); v != "" {
 			if *b.dst, err = rm.ParseTS(v); err != nil {
 				return p, fmt.Errorf("%s: %w", b.name, err)
 			}
 		}
 	}
-	p.limit = DefaultLimit
+	p.Limit = DefaultLimit
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
 			return p, fmt.Errorf("limit %q: want a whole number from 1 to %d", v, MaxLimit)
 		}
-		p.limit = min(n, MaxLimit)
+		p.Limit = min(n, MaxLimit)
+	}
+	switch o := q.Get("order"); o {
+	case "", "asc":
+	case "desc":
+		p.NewestFirst = true
+	default:
+		return p, fmt.Errorf("order %.20q: want asc (oldest first, the default) or desc (newest first)", o)
 	}
 	if v := q.Get("cursor"); v != "" {
-		if p.after, err = decodeCursor(v); err != nil {
+		ts, err := decodeCursor(v)
+		if err != nil {
 			return p, err
+		}
+		if p.NewestFirst {
+			p.Before = ts
+		} else {
+			p.After = ts
 		}
 	}
 	return p, nil
@@ -79,9 +87,10 @@ func parsePageQuery(r *http.Request) (pageQuery, error) {
 
 // messages answers GET /v1/conversations/{id}/messages: the conversation's timeline
 // (top-level messages, thread parents with their replies, thread_broadcast replies) as
-// message lines, ascending by ts, oldest ≤ ts ≤ latest, at most limit (default 100,
-// max 1000) per page. next_cursor is "" on the last page; otherwise pass it back as
-// cursor (with the same oldest and latest) for the next page.
+// message lines, ascending by ts (order=desc: newest first), oldest ≤ ts ≤ latest, at
+// most limit (default 100, max 1000) per page. next_cursor is "" on the last page;
+// otherwise pass it back as cursor (with the same oldest, latest and order) for the
+// next page.
 func (a *api) messages(w http.ResponseWriter, r *http.Request) {
 	channel := r.PathValue("id")
 	if !rm.ValidConversationID(channel) {
@@ -93,34 +102,20 @@ func (a *api) messages(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "%v", err)
 		return
 	}
-	from := p.oldest
-	if p.after != "" && (from == "" || from.Before(p.after)) {
-		from = p.after
-	}
-	page := list[export.MessageLine]{Items: []export.MessageLine{}}
+	page := list[export.MessageLine]{}
 	err = a.store.View(func(tx rm.Tx) error {
-		if ok, err := a.knownConversation(tx, channel); err != nil || !ok {
+		if ok, err := export.KnownConversation(tx, a.configuredNow(), channel); err != nil || !ok {
 			if err == nil {
 				err = errUnknownConversation
 			}
 			return err
 		}
-		return tx.Timeline(channel, from, p.latest, func(m rm.Message) error {
-			if p.after != "" && m.TS.Compare(p.after) <= 0 {
-				return nil // the cursor's own message ended the previous page
-			}
-			if len(page.Items) == p.limit {
-				// One more message exists: the page is full and not the last.
-				page.NextCursor = encodeCursor(page.Items[len(page.Items)-1].TS)
-				return rm.ErrStopIteration
-			}
-			line, err := export.MessageLineOf(tx, &m)
-			if err != nil {
-				return err
-			}
-			page.Items = append(page.Items, line)
-			return nil
-		})
+		lines, more, err := export.TimelineLines(tx, channel, p)
+		page.Items = lines
+		if more {
+			page.NextCursor = MessagesCursor(lines[len(lines)-1].TS)
+		}
+		return err
 	})
 	switch {
 	case errors.Is(err, errUnknownConversation):

@@ -30,6 +30,7 @@ import (
 
 	"github.com/slackpoll/slackpoll/internal/changefeed"
 	"github.com/slackpoll/slackpoll/internal/metrics"
+	"github.com/slackpoll/slackpoll/internal/projection"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 	"github.com/slackpoll/slackpoll/internal/testsupport/readfixture"
 )
@@ -226,7 +227,7 @@ func (s *sourceStatuses) handlerNames() map[op]string {
 // there fails this test too.
 func codeStatuses(t *testing.T) map[op][]int {
 	s := newSourceStatuses(t)
-	for fn, want := range map[string][]int{"requireToken": {401}, "checkHost": {403}, "requireJSON": {415}} {
+	for fn, want := range map[string][]int{"requireToken": {401}, "checkHost": {403}, "crossOrigin": {403}, "requireJSON": {415}} {
 		if got := sorted(s.of(fn)); !slices.Equal(got, want) {
 			t.Fatalf("middleware %s answers %v, want %v: document the new status and teach codeStatuses where it applies", fn, got, want)
 		}
@@ -395,17 +396,19 @@ func TestOpenAPIAnswersMatchTheDocument(t *testing.T) {
 	if n, err := changefeed.Prune(f.Store, now, 7*24*time.Hour, 100); n != 1 || err != nil {
 		t.Fatalf("Prune = %d, %v", n, err)
 	}
-	serve := func(store rm.Store, ready func() error) *httptest.Server {
+	proj := runProjection(t, f.Store)
+	serveWith := func(store rm.Store, p Projections) *httptest.Server {
 		srv := httptest.NewServer(New(Options{
 			Store: store, Configured: f.Configured, Interval: readfixture.Interval, Token: apiToken,
-			Ready: ready, Now: f.Clock.Now, Webhooks: []string{"app"},
+			Now: f.Clock.Now, Webhooks: []string{"app"}, Projections: p,
 		}))
 		t.Cleanup(srv.Close)
 		return srv
 	}
-	api := serve(f.Store, nil)
-	down := serve(failingStore{f.Store}, nil)
-	noBackup := serve(plainStore{f.Store}, nil)
+	api := serveWith(f.Store, proj)
+	down := serveWith(failingStore{f.Store}, proj)
+	noBackup := serveWith(plainStore{f.Store}, proj)
+	noProjection := serveWith(f.Store, nil)
 	// A spool directory that is not there: the full disk behind the 503 of export
 	// and backup.
 	noSpool := httptest.NewServer(New(Options{Store: f.Store, Configured: f.Configured, Token: apiToken,
@@ -433,6 +436,8 @@ func TestOpenAPIAnswersMatchTheDocument(t *testing.T) {
 		"GET /v1/export":                           {path: "/v1/export"},
 		"GET /v1/backup":                           {path: "/v1/backup"},
 		"GET /v1/openapi.json":                     {path: "/v1/openapi.json"},
+		"GET /v1/search":                           {path: "/v1/search?q=deploy&limit=5"},
+		"POST /v1/projection/rebuild":              {path: "/v1/projection/rebuild", body: `{}`},
 		"GET /healthz":                             {path: "/healthz"},
 		"GET /readyz":                              {path: "/readyz"},
 		"GET /metrics":                             {path: "/metrics"},
@@ -493,6 +498,9 @@ func TestOpenAPIAnswersMatchTheDocument(t *testing.T) {
 		request{method: http.MethodGet, path: "/v1/backup", server: noSpool, want: 503},
 		request{method: http.MethodGet, path: "/v1/export", server: noSpool, want: 503},
 		request{method: http.MethodGet, path: "/readyz", server: down, want: 503},
+		get("/v1/search?q=%21%21%21", 400),
+		request{method: http.MethodGet, path: "/v1/search?q=deploy", server: noProjection, want: 503},
+		request{method: http.MethodPost, path: "/v1/projection/rebuild", body: `{}`, server: noProjection, want: 503},
 	)
 
 	met := map[op]map[int]bool{}
@@ -601,4 +609,23 @@ func ndjsonDecoder(body io.Reader, _ http.Header, _ *openapi3.SchemaRef, _ opena
 		return nil, errors.New("no line")
 	}
 	return string(b), sc.Err()
+}
+
+// runProjection runs a SQLite projection of store for the test, current when it
+// returns.
+func runProjection(t *testing.T, store rm.Store) *projection.Runner {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "p.sqlite")
+	r := projection.NewRunner(projection.Watch(store), nil, projection.Spec{Kind: projection.KindSQLite, Name: path,
+		Open: func(ctx context.Context) (*projection.Target, error) { return projection.OpenSQLite(ctx, path) }})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); r.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	wctx, wcancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer wcancel()
+	if err := r.WaitIdle(wctx); err != nil {
+		t.Fatal(err)
+	}
+	return r
 }

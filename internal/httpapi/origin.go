@@ -36,6 +36,21 @@ func checkHost(listen string, allowed []string, next http.Handler) http.Handler 
 	})
 }
 
+// crossOrigin refuses (403) a request that changes state (POST, PUT, PATCH, DELETE)
+// sent by a web page of another origin, as the browser tells it: Sec-Fetch-Site
+// cross-site or same-site, or, from a browser that does not send it, an Origin
+// whose host is not the request's Host. Requests of other programs carry neither
+// and pass. This is the standard library's http.CrossOriginProtection; the MCP spec
+// asks every server to refuse a foreign Origin, and requireJSON alone would leave
+// that to the browser's preflight.
+func crossOrigin(next http.Handler) http.Handler {
+	p := http.NewCrossOriginProtection()
+	p.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusForbidden, "a request from a web page of another origin (Origin %.80q) is refused: the API is closed to web pages", r.Header.Get("Origin"))
+	}))
+	return p.Handler(next)
+}
+
 // requireJSON refuses (415) a POST, PUT or PATCH whose Content-Type is not
 // application/json. A web page can send a cross-origin POST without a CORS preflight
 // only as text/plain, a form or multipart; requiring JSON makes the browser ask

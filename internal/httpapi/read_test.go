@@ -77,6 +77,34 @@ func TestMessagesPagesThroughTheTimelineInTSOrder(t *testing.T) {
 	}
 }
 
+// order=desc pages from the newest message back, within latest (inclusive), and its
+// cursor goes on before the last ts it returned.
+func TestMessagesNewestFirstPagesBackInTime(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	f := e.f
+	path := "/v1/conversations/" + readfixture.General + "/messages?order=desc&limit=2"
+	var got []rm.TS
+	for cursor, pages := "", 0; ; pages++ {
+		var p messagePage
+		e.get(t, path+"&cursor="+url.QueryEscape(cursor), http.StatusOK, &p)
+		for _, m := range p.Items {
+			got = append(got, m.TS)
+		}
+		if cursor = p.NextCursor; cursor == "" || pages > 5 {
+			break
+		}
+	}
+	if want := []rm.TS{f.Own, f.Plain, f.Parent, readfixture.NeverPolled}; !slices.Equal(got, want) {
+		t.Errorf("order=desc pages = %v, want %v", got, want)
+	}
+	var p messagePage
+	e.get(t, path+"&latest="+string(f.Plain), http.StatusOK, &p)
+	if len(p.Items) != 2 || p.Items[0].TS != f.Plain || p.Items[1].TS != f.Parent || p.NextCursor == "" {
+		t.Errorf("order=desc latest=Plain = %+v, want Plain then Parent and a cursor", p)
+	}
+	wantErr(t, e, http.MethodGet, "/v1/conversations/"+readfixture.General+"/messages?order=sideways", nil, http.StatusBadRequest, "order")
+}
+
 func TestMessagesOldestLatestAreInclusive(t *testing.T) {
 	e := newEnv(t, envOpts{})
 	var page messagePage

@@ -20,15 +20,19 @@
 //	GET  /v1/export                               the whole read model as JSON Lines (slackpoll export); header Slackpoll-Undecodable-Records names the records skipped
 //	GET  /v1/backup                               a consistent copy of the store file (slackpoll backup)
 //	GET  /v1/openapi.json                         the OpenAPI 3.1 document of every route (openapi.yaml)
+//	GET  /v1/search                               ?q=&channel=&user=&after=&before=&record=&limit=&cursor= → {"items": [hits], "next_cursor": "…"}
+//	POST /v1/projection/rebuild                   rebuild the SQL projection from the store → {"rebuilding": n}
 //	GET  /healthz                                 200 while the process serves; no token needed
 //	GET  /readyz                                  200 when the store is open and Ready() is nil
 //	GET  /metrics                                 Prometheus text format, names slackpoll_*
+//	POST /mcp                                     the MCP server (Options.MCP): Streamable HTTP, JSON-RPC; MCP's spec, not the OpenAPI document, describes it
 //
 // Errors are {"error": "…"} with a 4xx/5xx status: 400 bad parameter, 401 missing or
 // wrong bearer token, 403 a Host header of another name (checkHost), 404 unknown
 // conversation, message, record, user or route, 405 wrong method, 409 record
 // conflict or a feed cursor past the last seq, 415 a POST that is not application/json, 500 store failure, 503 not
-// ready.
+// ready. A request that changes state (POST, DELETE) from a web page of another
+// origin is refused with 403 (crossOrigin).
 package httpapi
 
 import (
@@ -84,6 +88,12 @@ type Options struct {
 	Listen string
 	// AllowedHosts are more names the Host header may give (http.allowed_hosts).
 	AllowedHosts []string
+	// MCP, if set, is served at /mcp behind the API's checks (host, origin, token,
+	// JSON): the MCP server's Streamable HTTP handler (internal/mcp).
+	MCP http.Handler
+	// Projections, if set, serves GET /v1/search and POST /v1/projection/rebuild
+	// and adds the projection's state to the status report and the metrics.
+	Projections Projections
 	// SpoolDir is where GET /v1/export and GET /v1/backup make their answer before
 	// sending it (a file as large as the answer, removed once sent); "" is
 	// os.TempDir(). The daemon uses the store's directory.
@@ -108,6 +118,8 @@ type api struct {
 	metrics    *metrics.Metrics
 	running    func() (rm.TickRunning, bool)
 	current    func() []string
+	// projections is nil when the daemon runs no SQL projection.
+	projections Projections
 	// spoolDir and chunkTimeout are Options.SpoolDir and StreamChunkTimeout.
 	spoolDir     string
 	chunkTimeout time.Duration
@@ -129,7 +141,8 @@ func New(opts Options) http.Handler {
 		ready: opts.Ready, log: opts.Logger, now: opts.Now,
 		notifier: opts.Notifier, onRequeue: opts.OnRequeue, webhooks: opts.Webhooks,
 		running: opts.Running, current: opts.CurrentConfigured,
-		spoolDir: opts.SpoolDir, chunkTimeout: opts.StreamChunkTimeout,
+		projections: opts.Projections,
+		spoolDir:    opts.SpoolDir, chunkTimeout: opts.StreamChunkTimeout,
 	}
 	if a.spoolDir == "" {
 		a.spoolDir = os.TempDir()
@@ -152,10 +165,17 @@ func New(opts Options) http.Handler {
 
 	mux := http.NewServeMux()
 	a.routes(mux)
+	if opts.MCP != nil {
+		// JSON-RPC over HTTP, described by MCP's spec rather than openapi.yaml,
+		// hence not among routes; the SDK's handler answers its own methods and
+		// errors (405 for GET and DELETE: the server is stateless).
+		mux.Handle("/mcp", opts.MCP)
+	}
 
 	var h http.Handler = mux
 	h = requireJSON(h)
 	h = requireToken(opts.Token, h, "/healthz")
+	h = crossOrigin(h)
 	h = checkHost(opts.Listen, opts.AllowedHosts, h)
 	h = jsonErrors(h)
 	h = logRequests(a.log, h)
@@ -186,6 +206,8 @@ func (a *api) routes(mux router) {
 	mux.HandleFunc("POST /v1/outbox/drop", a.drop)
 	mux.HandleFunc("GET /v1/export", a.export)
 	mux.HandleFunc("GET /v1/backup", a.backup)
+	mux.HandleFunc("GET /v1/search", a.search)
+	mux.HandleFunc("POST /v1/projection/rebuild", a.rebuild)
 	mux.HandleFunc("GET /healthz", healthz)
 	mux.HandleFunc("GET /readyz", a.readyz)
 	mux.HandleFunc("GET /v1/openapi.json", openapi)

@@ -85,8 +85,9 @@ type Metrics struct {
 	// wait is the Retry-After wait.
 	after429 map[string]bool
 	// token is what the last answered Slack call said about the token.
-	token tokenState
-	store *storeCollector
+	token       tokenState
+	store       *storeCollector
+	projections *projectionCollector
 }
 
 type tokenState int
@@ -156,8 +157,9 @@ func New() *Metrics {
 		m.calls.WithLabelValues(method, "rate_limited")
 	}
 	m.store = &storeCollector{}
+	m.projections = &projectionCollector{}
 	m.reg.MustRegister(m.calls, m.rateLimited, m.retryWait, m.wait, m.ticks, m.tickDur,
-		m.skipped, m.written, m.threads, m.tailReads, m.lastTickEnd, m.deliveries, m.fenced, m.longPolls, m.store)
+		m.skipped, m.written, m.threads, m.tailReads, m.lastTickEnd, m.deliveries, m.fenced, m.longPolls, m.store, m.projections)
 	// The runtime's metrics keep their standard names (go_goroutines,
 	// process_resident_memory_bytes, go_build_info), so stock dashboards and alerts
 	// work unchanged.

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/slackpoll/slackpoll/internal/projection"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 )
 
@@ -42,6 +43,9 @@ type Report struct {
 	// read): "message C1/1700000000.000100: <error>". Read from the store file,
 	// status decodes every record; from the daemon, they are those its reads met.
 	UndecodableRecords []string `json:"undecodable_records"`
+	// Projections are the SQL projection's targets: state, cursor and lag (seq and
+	// seconds) behind the change feed (docs/sql.md).
+	Projections []projection.Status `json:"projections"`
 }
 
 // Conversation is one conversation's state: its export fields (README, "Commands" (export)), the
@@ -152,23 +156,42 @@ type Input struct {
 	// Webhooks are the configured webhook names: outbox rows of another name (a
 	// webhook removed or renamed) are reported as not configured.
 	Webhooks []string
+	// Projections are the SQL projection's targets, as the daemon's projectors (or
+	// the files, read by the status command) say.
+	Projections []projection.Status
 }
 
 // Build computes the report from one read transaction. Errors are storage errors.
 func Build(tx rm.Tx, in Input) (Report, error) {
+	r, err := BuildCoverage(tx, in)
+	if err != nil {
+		return Report{}, err
+	}
+	if err := r.addFeed(tx, in.Webhooks); err != nil {
+		return Report{}, err
+	}
+	r.UndecodableRecords = append([]string{}, tx.Undecodable()...)
+	return r, nil
+}
+
+// BuildCoverage is Build without the change feed, the outbox and the undecodable
+// records (Feed and UndecodableRecords are left empty): the conversations, the
+// coverage, the identity, the last tick and the one under way, which is what a reader of the model asks
+// of its freshness with every answer (the MCP server), at a cost that does not grow
+// with the outbox.
+func BuildCoverage(tx rm.Tx, in Input) (Report, error) {
 	r := Report{
-		GeneratedAt:     in.Now.UTC(),
-		DaemonRunning:   in.DaemonRunning,
-		IntervalSeconds: in.Interval.Seconds(),
-		Conversations:   []Conversation{},
+		GeneratedAt:        in.Now.UTC(),
+		DaemonRunning:      in.DaemonRunning,
+		IntervalSeconds:    in.Interval.Seconds(),
+		Conversations:      []Conversation{},
+		Feed:               Feed{Outbox: []Outbox{}},
+		UndecodableRecords: []string{},
 	}
 	if err := r.addConversations(tx, in.Configured); err != nil {
 		return Report{}, err
 	}
 	if err := r.addCoverage(tx); err != nil {
-		return Report{}, err
-	}
-	if err := r.addFeed(tx, in.Webhooks); err != nil {
 		return Report{}, err
 	}
 	id, ok, err := tx.Identity()
@@ -196,8 +219,22 @@ func Build(tx rm.Tx, in Input) (Report, error) {
 			r.NextTickAt = nil // the next one starts after this one
 		}
 	}
-	r.UndecodableRecords = append([]string{}, tx.Undecodable()...)
+	r.Projections = append([]projection.Status{}, in.Projections...)
 	return r, nil
+}
+
+// ClassStaleness returns the worst-case staleness, in seconds, of a change to a
+// message of the tracked class (Coverage.WorstCaseStalenessSeconds: its rotation
+// plus one interval) and of the watched class (its rotation plus one interval); nil
+// when the last ticks do not tell it yet. Untracked messages (retired by
+// tracking.horizon) have none: nothing re-reads them.
+func (r *Report) ClassStaleness() (tracked, watched *float64) {
+	tracked = r.Coverage.WorstCaseStalenessSeconds
+	if w := r.Coverage.WatchedRotationSeconds; w != nil {
+		s := *w + r.IntervalSeconds
+		watched = &s
+	}
+	return tracked, watched
 }
 
 func (r *Report) addConversations(tx rm.Tx, configured []string) error {
@@ -347,4 +384,16 @@ func utc(t *time.Time) *time.Time {
 func seconds(d time.Duration) *float64 {
 	s := d.Seconds()
 	return &s
+}
+
+// Freshness returns the worst-case staleness, in seconds, of the tracked class and
+// of the watched class (Report.ClassStaleness), from one read transaction: what a
+// search hit says of how stale it may be. nil when not known yet.
+func Freshness(tx rm.Tx, interval time.Duration, now time.Time) (projection.Freshness, error) {
+	r, err := BuildCoverage(tx, Input{Interval: interval, Now: now})
+	if err != nil {
+		return projection.Freshness{}, err
+	}
+	tracked, watched := r.ClassStaleness()
+	return projection.Freshness{Tracked: tracked, Watched: watched}, nil
 }

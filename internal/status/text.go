@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/slackpoll/slackpoll/internal/projection"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 )
 
@@ -82,8 +83,36 @@ func (r *Report) WriteText(w io.Writer) error {
 		p.line("watched: %d messages; watched rotation: %s", cv.Watched, rot)
 	}
 	r.writeFeed(p)
+	r.writeProjections(p)
 	r.writeTick(p)
 	return p.err
+}
+
+// writeProjections prints one line per SQL projection target: its state, how far
+// behind the feed it is, and its last sync.
+func (r *Report) writeProjections(p *printer) {
+	for _, s := range r.Projections {
+		line := fmt.Sprintf("projection %s %s: %s", s.Target, s.Name, s.State)
+		if s.Sync != nil {
+			line += fmt.Sprintf(" (%d of %d messages)", s.Sync.Messages, s.Sync.Total)
+		}
+		switch {
+		case strings.HasPrefix(s.State, projection.StateStopped):
+			line += fmt.Sprintf("; cursor %d of %d (lag %d changes)", s.CursorSeq, s.LastSeq, s.LagSeq)
+		case s.State != projection.StateStarting && s.State != projection.StateError && s.State != projection.StateWaiting:
+			line += fmt.Sprintf("; cursor %d of %d (lag %d changes, %s)", s.CursorSeq, s.LastSeq, s.LagSeq, dur(s.LagSeconds))
+			if s.PendingMessages > 0 {
+				line += fmt.Sprintf(", %d messages pending", s.PendingMessages)
+			}
+		}
+		if s.SyncedAt != nil {
+			line += "; synced " + r.ago(s.SyncedAt)
+		}
+		if s.LastError != "" {
+			line += "; last error: " + s.LastError
+		}
+		p.line("%s", line)
+	}
 }
 
 func (r *Report) writeTick(p *printer) {

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slackpoll/slackpoll/internal/projection"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 	"github.com/slackpoll/slackpoll/internal/status"
 	"github.com/slackpoll/slackpoll/internal/testsupport/readfixture"
@@ -78,5 +79,30 @@ func TestTableFitsATerminal(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), "C1AAAAAAAF: channel_not_found: wrong id") {
 		t.Errorf("what to do about channel_not_found is not said:\n%s", b.String())
+	}
+}
+
+// Each SQL projection gets a line: its state, how far it applied the feed and how
+// far behind it is, its last sync and error.
+func TestTextShowsTheProjections(t *testing.T) {
+	now := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	synced := now.Add(-2 * time.Minute)
+	r := &status.Report{GeneratedAt: now, Projections: []projection.Status{
+		{Target: "sqlite", Name: "/var/lib/slackpoll/slackpoll.sqlite", State: projection.StateCurrent, CursorSeq: 1042, LastSeq: 1042, SyncedAt: &synced},
+		{Target: "postgres", Name: "postgres://db:5432/app (schema slackpoll)", State: projection.StateApplying, CursorSeq: 1000, LastSeq: 1042, LagSeq: 42, LagSeconds: 3, PendingMessages: 7},
+		{Target: "postgres", Name: "pg", State: projection.StateError, LastError: "connection refused"},
+	}}
+	var b strings.Builder
+	if err := r.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"projection sqlite /var/lib/slackpoll/slackpoll.sqlite: current; cursor 1042 of 1042 (lag 0 changes, 0s); synced 2m0s ago",
+		"projection postgres postgres://db:5432/app (schema slackpoll): applying; cursor 1000 of 1042 (lag 42 changes, 3s), 7 messages pending",
+		"projection postgres pg: error; last error: connection refused",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("text lacks %q:\n%s", want, b.String())
+		}
 	}
 }

@@ -101,6 +101,9 @@ func (w *world) export(t *testing.T) converge.Lines {
 	}
 	for i := range l.Messages {
 		l.Messages[i].LastPolledAt = nil
+		for j := range l.Messages[i].Replies {
+			l.Messages[i].Replies[j].LastPolledAt = nil
+		}
 	}
 	for i := range l.Users {
 		l.Users[i].FetchedAt = nil

@@ -36,6 +36,15 @@ const (
 	Bee   = "U0BEE0000"
 )
 
+// Private conversations (Options.Private): a DM with Avery and a group DM, which an
+// agent must not see unless it is allowed to (the MCP server's exposure policy).
+const (
+	DM        = "D0DIRECT0"
+	GroupDM   = "G0GROUPDM"
+	DMRecord  = "dm-secret" // record key tracked on DMParent
+	DMKeyword = "confidential"
+)
+
 // NeverPolled is a ts tracked in General after the tick, so never read.
 const NeverPolled rm.TS = "1700000000.000100"
 
@@ -43,6 +52,10 @@ const NeverPolled rm.TS = "1700000000.000100"
 type Options struct {
 	OnCall func(method, outcome string, waited time.Duration)
 	OnTick func(rm.TickSummary)
+	// Private adds DM and GroupDM to the workspace and the configured list: in DM
+	// a thread (DMParent, DMReply) whose parent carries DMRecord, in GroupDM one
+	// message (GroupDMMessage); every text holds DMKeyword.
+	Private bool
 }
 
 // Fixture is the polled read model and the handles tests need.
@@ -58,6 +71,8 @@ type Fixture struct {
 	// In General: Parent (by Avery, edited, reactions by Avery and Bee, record
 	// Record) with one Reply (by Bee, edited); Plain (by Bee); Own (the token's bot).
 	Parent, Reply, Plain, Own rm.TS
+	// With Options.Private: the DM's thread and the group DM's message.
+	DMParent, DMReply, GroupDMMessage rm.TS
 	// Clock is the time the fixture reads as now; tests may move it.
 	Clock *Clock
 }
@@ -100,6 +115,14 @@ func New(t testing.TB, opts Options) *Fixture {
 	f.Plain = mustTS(t)(fake.Post(General, Bee, "lunch?"))
 	f.Own = mustTS(t)(fake.PostAsAppBot(General, fake.BotID(), "I am the bot"))
 	must(t, fake.React(General, f.Own, fake.BotUserID(), "eyes"))
+	if opts.Private {
+		must(t, fake.AddConversation(slackfake.DirectMessage(DM, Avery)))
+		must(t, fake.AddConversation(slackfake.GroupDM(GroupDM, "mpdm-avery--bee-1")))
+		f.DMParent = mustTS(t)(fake.Post(DM, Avery, "the "+DMKeyword+" salary numbers"))
+		f.DMReply = mustTS(t)(fake.Reply(DM, f.DMParent, Avery, DMKeyword+": do not forward"))
+		f.GroupDMMessage = mustTS(t)(fake.Post(GroupDM, Bee, "a "+DMKeyword+" plan for the deploy"))
+		f.Configured = append(f.Configured, DM, GroupDM)
+	}
 	clock.Advance(time.Second)
 
 	f.Path = filepath.Join(t.TempDir(), "slackpoll.db")
@@ -128,6 +151,9 @@ func New(t testing.TB, opts Options) *Fixture {
 	must(t, err)
 	must(t, rm.Track(store, General, NeverPolled, ""))
 	must(t, rm.Track(store, General, f.Parent, Record))
+	if opts.Private {
+		must(t, rm.Track(store, DM, f.DMParent, DMRecord))
+	}
 	return f
 }
 

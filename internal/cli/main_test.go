@@ -1,0 +1,10 @@
+package cli
+
+import (
+	"os"
+	"testing"
+
+	"github.com/slackpoll/slackpoll/internal/testsupport/testbin"
+)
+
+func TestMain(m *testing.M) { os.Exit(testbin.Run(m)) }
