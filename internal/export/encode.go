@@ -19,6 +19,11 @@ func appendMessageLine(b []byte, l *MessageLine) (_ []byte, ok bool) {
 	if !timeOK(l.MissingSince) || !timeOK(l.LastPolledAt) {
 		return b, false
 	}
+	for i := range l.Replies {
+		if !timeOK(l.Replies[i].LastPolledAt) {
+			return b, false
+		}
+	}
 	b = append(b, `{"kind":`...)
 	b = appendString(b, l.Kind)
 	b = append(b, `,"channel":`...)
@@ -96,6 +101,8 @@ func appendReplyLine(b []byte, r *ReplyLine) []byte {
 	b = appendReactions(b, r.Reactions)
 	b = append(b, `,"own_post":`...)
 	b = strconv.AppendBool(b, r.OwnPost)
+	b = append(b, `,"last_polled_at":`...)
+	b = appendTime(b, r.LastPolledAt)
 	return append(b, '}')
 }
 

@@ -83,7 +83,8 @@ func TestMessageLineEncoding(t *testing.T) {
 			l.Replies = []ReplyLine{}
 			for range rng.IntN(3) {
 				l.Replies = append(l.Replies, ReplyLine{TS: rm.TS(s()), ThreadTS: rm.TS(s()), User: s(), UserLabel: s(),
-					BotID: s(), Subtype: s(), Text: s(), Edited: randomEdited(rng), Reactions: randomReactions(rng), OwnPost: rng.IntN(2) == 0})
+					BotID: s(), Subtype: s(), Text: s(), Edited: randomEdited(rng), Reactions: randomReactions(rng), OwnPost: rng.IntN(2) == 0,
+					LastPolledAt: randomTime(rng)})
 			}
 		}
 		var want bytes.Buffer
