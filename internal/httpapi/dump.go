@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"strconv"
@@ -47,7 +48,7 @@ type backuper interface {
 // undecodable are named in the Slackpoll-Undecodable-Records header.
 func (a *api) export(w http.ResponseWriter, r *http.Request) {
 	var undecodable *export.UndecodableError
-	f, size, err := a.spool(func(out io.Writer) error {
+	f, size, err := a.spooler.spool(func(out io.Writer) error {
 		err := a.store.View(func(tx rm.Tx) error { return export.Write(tx, out, a.configuredNow()) })
 		if errors.As(err, &undecodable) {
 			return nil // everything else is exported; the header names them
@@ -63,7 +64,7 @@ func (a *api) export(w http.ResponseWriter, r *http.Request) {
 	if undecodable != nil {
 		w.Header().Set(UndecodableHeader, undecodableValue(undecodable.Records))
 	}
-	a.send(w, f, size, "export")
+	a.spooler.send(w, f, size, "export")
 }
 
 // backup is GET /v1/backup: a consistent copy of the store file (bbolt Tx.WriteTo),
@@ -74,7 +75,7 @@ func (a *api) backup(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotImplemented, "this store cannot be backed up through the API")
 		return
 	}
-	f, size, err := a.spool(func(out io.Writer) error { _, err := b.Backup(out); return err })
+	f, size, err := a.spooler.spool(func(out io.Writer) error { _, err := b.Backup(out); return err })
 	if err != nil {
 		a.spoolFailed(w, r, "backup", err)
 		return
@@ -82,7 +83,7 @@ func (a *api) backup(w http.ResponseWriter, r *http.Request) {
 	defer closeSpool(f)
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.Header().Set("Content-Disposition", `attachment; filename="slackpoll-backup.db"`)
-	a.send(w, f, size, "backup")
+	a.spooler.send(w, f, size, "backup")
 }
 
 // undecodableValue renders the header value naming undecodable records.
@@ -95,14 +96,23 @@ func undecodableValue(records []string) string {
 	return string(b)
 }
 
+// spooler makes a streamed answer in a file before sending it, so that no bbolt
+// read transaction is held while a client reads (a stalled client would hold the
+// writer, and every reader behind it), and sends it at a minimum throughput.
+type spooler struct {
+	dir          string        // Options.SpoolDir, else os.TempDir()
+	chunkTimeout time.Duration // Options.StreamChunkTimeout, else DefaultStreamChunkTimeout
+	log          *slog.Logger
+}
+
 // spool runs fill into a new spool file (mode 0600: it holds message texts) in the
 // spool directory and returns the file, rewound, and its size. The file is removed
 // from the directory at once where the system allows it (it is read through the
 // descriptor), and by closeSpool otherwise.
-func (a *api) spool(fill func(io.Writer) error) (*os.File, int64, error) {
-	f, err := os.CreateTemp(a.spoolDir, ".slackpoll-spool-*")
+func (s spooler) spool(fill func(io.Writer) error) (*os.File, int64, error) {
+	f, err := os.CreateTemp(s.dir, ".slackpoll-spool-*")
 	if err != nil {
-		return nil, 0, fmt.Errorf("spool file in %s: %w", a.spoolDir, err)
+		return nil, 0, fmt.Errorf("spool file in %s: %w", s.dir, err)
 	}
 	_ = os.Remove(f.Name()) // unlinked while open (Unix): nothing is left behind by a crash
 	fail := func(err error) (*os.File, int64, error) {
@@ -135,7 +145,7 @@ func closeSpool(f *os.File) {
 func (a *api) spoolFailed(w http.ResponseWriter, r *http.Request, what string, err error) {
 	var pe *os.PathError
 	if errors.As(err, &pe) {
-		a.log.Error(what+": could not spool the answer", "dir", a.spoolDir, "err", err)
+		a.log.Error(what+": could not spool the answer", "dir", a.spooler.dir, "err", err)
 		writeError(w, http.StatusServiceUnavailable, "%s: the answer could not be prepared in the daemon's spool directory (see its log): free disk space there, then retry", what)
 		return
 	}
@@ -146,7 +156,7 @@ func (a *api) spoolFailed(w http.ResponseWriter, r *http.Request, what string, e
 // must take within the chunk timeout: one that stops reading is cut off, instead
 // of holding the connection (and the daemon's shutdown) for ever. The answer has a
 // Content-Length, so a client sees a cut as a short body.
-func (a *api) send(w http.ResponseWriter, f *os.File, size int64, what string) {
+func (s spooler) send(w http.ResponseWriter, f *os.File, size int64, what string) {
 	w.Header().Set("Content-Length", strconv.FormatInt(size, 10))
 	rc := http.NewResponseController(w)
 	buf := make([]byte, streamChunk)
@@ -155,17 +165,17 @@ func (a *api) send(w http.ResponseWriter, f *os.File, size int64, what string) {
 		n, err := f.Read(buf)
 		if n > 0 {
 			// An unsupported writer keeps the server's write timeout.
-			_ = rc.SetWriteDeadline(time.Now().Add(a.chunkTimeout))
+			_ = rc.SetWriteDeadline(time.Now().Add(s.chunkTimeout))
 			if _, werr := w.Write(buf[:n]); werr != nil {
-				a.log.Info(what+": the client went away or read too slowly; the answer was cut",
-					"sent_bytes", sent, "size_bytes", size, "min_rate", fmt.Sprintf("%d KiB per %s", streamChunk>>10, a.chunkTimeout), "err", werr)
+				s.log.Info(what+": the client went away or read too slowly; the answer was cut",
+					"sent_bytes", sent, "size_bytes", size, "min_rate", fmt.Sprintf("%d KiB per %s", streamChunk>>10, s.chunkTimeout), "err", werr)
 				return
 			}
 			sent += int64(n)
 		}
 		if err != nil {
 			if sent < size {
-				a.log.Error(what+": reading the spool file failed; the answer was cut", "err", err)
+				s.log.Error(what+": reading the spool file failed; the answer was cut", "err", err)
 				panic(http.ErrAbortHandler) // a short body, never one that passes for whole
 			}
 			break

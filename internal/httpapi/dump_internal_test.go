@@ -24,7 +24,8 @@ func (g *goneClient) Write([]byte) (int, error) { return 0, syscall.EPIPE }
 func TestStreamToAClientThatWentAwayIsNoError(t *testing.T) {
 	f := readfixture.New(t, readfixture.Options{})
 	var logs bytes.Buffer
-	a := &api{store: f.Store, configured: f.Configured, log: slog.New(slog.NewTextHandler(&logs, nil))}
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	a := &api{store: f.Store, configured: f.Configured, log: log, spooler: spooler{log: log}}
 	for name, h := range map[string]http.HandlerFunc{"export": a.export, "backup": a.backup} {
 		h(&goneClient{h: http.Header{}}, httptest.NewRequest(http.MethodGet, "/v1/"+name, nil))
 	}

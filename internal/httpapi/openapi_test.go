@@ -30,7 +30,6 @@ import (
 
 	"github.com/slackpoll/slackpoll/internal/changefeed"
 	"github.com/slackpoll/slackpoll/internal/metrics"
-	"github.com/slackpoll/slackpoll/internal/projection"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 	"github.com/slackpoll/slackpoll/internal/testsupport/readfixture"
 )
@@ -396,7 +395,7 @@ func TestOpenAPIAnswersMatchTheDocument(t *testing.T) {
 	if n, err := changefeed.Prune(f.Store, now, 7*24*time.Hour, 100); n != 1 || err != nil {
 		t.Fatalf("Prune = %d, %v", n, err)
 	}
-	proj := runProjection(t, f.Store)
+	proj := readfixture.Projection(t, f.Store)
 	serveWith := func(store rm.Store, p Projections) *httptest.Server {
 		srv := httptest.NewServer(New(Options{
 			Store: store, Configured: f.Configured, Interval: readfixture.Interval, Token: apiToken,
@@ -609,23 +608,4 @@ func ndjsonDecoder(body io.Reader, _ http.Header, _ *openapi3.SchemaRef, _ opena
 		return nil, errors.New("no line")
 	}
 	return string(b), sc.Err()
-}
-
-// runProjection runs a SQLite projection of store for the test, current when it
-// returns.
-func runProjection(t *testing.T, store rm.Store) *projection.Runner {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "p.sqlite")
-	r := projection.NewRunner(projection.Watch(store), nil, projection.Spec{Kind: projection.KindSQLite, Name: path,
-		Open: func(ctx context.Context) (*projection.Target, error) { return projection.OpenSQLite(ctx, path) }})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); r.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	wctx, wcancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer wcancel()
-	if err := r.WaitIdle(wctx); err != nil {
-		t.Fatal(err)
-	}
-	return r
 }

@@ -120,9 +120,8 @@ type api struct {
 	current    func() []string
 	// projections is nil when the daemon runs no SQL projection.
 	projections Projections
-	// spoolDir and chunkTimeout are Options.SpoolDir and StreamChunkTimeout.
-	spoolDir     string
-	chunkTimeout time.Duration
+	// spooler makes and sends the streamed answers (export, backup).
+	spooler spooler
 }
 
 // configuredNow is the configured conversations as of now (Options.CurrentConfigured).
@@ -142,16 +141,16 @@ func New(opts Options) http.Handler {
 		notifier: opts.Notifier, onRequeue: opts.OnRequeue, webhooks: opts.Webhooks,
 		running: opts.Running, current: opts.CurrentConfigured,
 		projections: opts.Projections,
-		spoolDir:    opts.SpoolDir, chunkTimeout: opts.StreamChunkTimeout,
-	}
-	if a.spoolDir == "" {
-		a.spoolDir = os.TempDir()
-	}
-	if a.chunkTimeout <= 0 {
-		a.chunkTimeout = DefaultStreamChunkTimeout
 	}
 	if a.log == nil {
 		a.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	a.spooler = spooler{dir: opts.SpoolDir, chunkTimeout: opts.StreamChunkTimeout, log: a.log}
+	if a.spooler.dir == "" {
+		a.spooler.dir = os.TempDir()
+	}
+	if a.spooler.chunkTimeout <= 0 {
+		a.spooler.chunkTimeout = DefaultStreamChunkTimeout
 	}
 	if a.now == nil {
 		a.now = time.Now
