@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -118,8 +119,9 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	return b.next.RoundTrip(r)
 }
 
-// connect returns a client session over transport: "stdio" is a session on an
-// in-memory pipe, as `slackpoll mcp` serves one on its stdin and stdout (Server.Run);
+// connect returns a client session over transport: "stdio" is a session on a pair of
+// OS pipes, served as `slackpoll mcp` serves its stdin and stdout (Server.Run on an
+// IOTransport);
 // "http" goes through the read API's /mcp with the token.
 func (e *env) connect(t testing.TB, transport string, opts *sdk.ClientOptions) *sdk.ClientSession {
 	t.Helper()
@@ -129,7 +131,17 @@ func (e *env) connect(t testing.TB, transport string, opts *sdk.ClientOptions) *
 	var ct sdk.Transport
 	switch transport {
 	case "stdio":
-		c, s := sdk.NewInMemoryTransports()
+		// Two OS pipes framed as `slackpoll mcp` frames its stdin and stdout.
+		toServer, fromClient, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		toClient, fromServer, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := &sdk.IOTransport{Reader: toServer, Writer: fromServer}
+		c := &sdk.IOTransport{Reader: toClient, Writer: fromClient}
 		done := make(chan error, 1)
 		go func() { done <- e.server.Run(ctx, s) }()
 		t.Cleanup(func() {
