@@ -609,3 +609,28 @@ func ndjsonDecoder(body io.Reader, _ http.Header, _ *openapi3.SchemaRef, _ opena
 	}
 	return string(b), sc.Err()
 }
+
+// The document's ChangeKind enum is the model's list of kinds: a kind added to
+// readmodel.ChangeKinds without the document would reach clients undocumented, and
+// the answer test above only ever writes a few kinds.
+func TestOpenAPIChangeKindsAreTheModels(t *testing.T) {
+	doc := loadDoc(t)
+	ref, ok := doc.Components.Schemas["ChangeKind"]
+	if !ok || ref.Value == nil {
+		t.Fatal("the OpenAPI document has no ChangeKind schema")
+	}
+	var documented []string
+	for _, v := range ref.Value.Enum {
+		s, ok := v.(string)
+		if !ok {
+			t.Fatalf("ChangeKind enum holds %v (%T), want strings", v, v)
+		}
+		documented = append(documented, s)
+	}
+	model := rm.ChangeKinds()
+	slices.Sort(documented)
+	slices.Sort(model)
+	if !slices.Equal(documented, model) {
+		t.Errorf("ChangeKind enum of the OpenAPI document = %v,\nreadmodel.ChangeKinds() = %v", documented, model)
+	}
+}
