@@ -1,11 +1,9 @@
 package httpapi_test
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -22,22 +20,10 @@ func projectedEnv(t *testing.T) (*env, *projection.Runner) {
 	t.Helper()
 	m := metrics.New()
 	f := readfixture.New(t, readfixture.Options{OnCall: m.OnCall, OnTick: m.OnTick})
-	w := projection.Watch(f.Store)
-	path := filepath.Join(t.TempDir(), "p.sqlite")
-	r := projection.NewRunner(w, nil, projection.Spec{Kind: projection.KindSQLite, Name: path,
-		Open: func(ctx context.Context) (*projection.Target, error) { return projection.OpenSQLite(ctx, path) }})
+	r := readfixture.Projection(t, f.Store)
 	m.SetProjections(r.Statuses)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); r.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	wctx, wcancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer wcancel()
-	if err := r.WaitIdle(wctx); err != nil {
-		t.Fatal(err)
-	}
 	h := httpapi.New(httpapi.Options{
-		Store: w, Configured: f.Configured, Interval: readfixture.Interval, Ready: m.Ready, Metrics: m,
+		Store: f.Store, Configured: f.Configured, Interval: readfixture.Interval, Ready: m.Ready, Metrics: m,
 		Now: f.Clock.Now, Projections: r,
 	})
 	srv := httptest.NewServer(h)
