@@ -1,6 +1,7 @@
 package export
 
 import (
+	"cmp"
 	"slices"
 	"strconv"
 
@@ -29,15 +30,7 @@ func ConversationLines(tx rm.Tx, configured []string) ([]ConversationLine, error
 			items = append(items, NewConversationLine(&rm.Conversation{ID: id, Status: rm.StatusPending}))
 		}
 	}
-	slices.SortFunc(items, func(x, y ConversationLine) int {
-		switch {
-		case x.ID < y.ID:
-			return -1
-		case x.ID > y.ID:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(items, func(x, y ConversationLine) int { return cmp.Compare(x.ID, y.ID) })
 	return items, nil
 }
 

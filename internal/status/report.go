@@ -5,6 +5,7 @@
 package status
 
 import (
+	"cmp"
 	"slices"
 	"time"
 
@@ -257,15 +258,7 @@ func (r *Report) addConversations(tx rm.Tx, configured []string) error {
 			r.Conversations = append(r.Conversations, Conversation{ID: id, Status: rm.StatusPending})
 		}
 	}
-	slices.SortFunc(r.Conversations, func(a, b Conversation) int {
-		switch {
-		case a.ID < b.ID:
-			return -1
-		case a.ID > b.ID:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(r.Conversations, func(a, b Conversation) int { return cmp.Compare(a.ID, b.ID) })
 	for i := range r.Conversations {
 		c := &r.Conversations[i]
 		n, err := tx.Counts(c.ID)
