@@ -44,6 +44,10 @@ type Config struct {
 	Projection    Projection `yaml:"projection" json:"projection"`
 	MCP           MCP        `yaml:"mcp" json:"mcp"`
 	Log           Log        `yaml:"log" json:"log"`
+	// Workspaces are the installations one daemon polls; empty = the one of
+	// slack.token, in store.path (config/workspaces.go).
+	Workspaces []Workspace `yaml:"workspaces" json:"workspaces"`
+	Install    Install     `yaml:"install" json:"install"`
 
 	src *source // where the values came from, for error messages; nil for Default
 }
@@ -55,11 +59,18 @@ type Slack struct {
 	RateProfile    string             `yaml:"rate_profile" json:"rate_profile"`       // ProfileNonMarketplace or ProfileInternal
 	Rates          map[string]float64 `yaml:"rates" json:"rates"`                     // requests per minute (> 0) per method, overriding the profile
 	RequestTimeout Duration           `yaml:"request_timeout" json:"request_timeout"` // per HTTP request, > 0
+	// ClientID and ClientSecret are the app's credentials, needed to refresh
+	// rotating tokens (oauth.v2.access); "" when no token rotates.
+	ClientID     string `yaml:"client_id" json:"client_id"`
+	ClientSecret Secret `yaml:"client_secret" json:"client_secret"`
 }
 
 // Store configures the bbolt database.
 type Store struct {
-	Path string `yaml:"path" json:"path"` // database file, non-empty
+	Path string `yaml:"path" json:"path"` // database file, non-empty (one workspace)
+	// Dir holds one store per workspace, <dir>/<team_id>.db, and the sealed
+	// registrations (installations.db): needed by workspaces: and the install API.
+	Dir string `yaml:"dir" json:"dir"`
 }
 
 // Tick configures the polling pass.

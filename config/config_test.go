@@ -37,6 +37,7 @@ func documented() Config {
 		Projection:    Projection{SQLite: ProjectionSQLite{Enabled: true}, Postgres: ProjectionPostgres{Schema: "slackpoll"}},
 		MCP:           MCP{Conversations: []string{}},
 		Log:           Log{Level: "info", Format: "text"},
+		Workspaces:    []Workspace{},
 	}
 }
 

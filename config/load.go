@@ -71,6 +71,12 @@ func (c *Config) resolvePaths(path string) {
 	if !filepath.IsAbs(c.Store.Path) {
 		c.Store.Path = filepath.Join(dir, c.Store.Path)
 	}
+	if p := c.Store.Dir; p != "" && !filepath.IsAbs(p) {
+		c.Store.Dir = filepath.Join(dir, p)
+	}
+	if p := c.Install.KeyFile; p != "" && !filepath.IsAbs(p) {
+		c.Install.KeyFile = filepath.Join(dir, p)
+	}
 	if p := c.Projection.SQLite.Path; p != "" && !filepath.IsAbs(p) {
 		c.Projection.SQLite.Path = filepath.Join(dir, p)
 	}

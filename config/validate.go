@@ -60,6 +60,7 @@ func (c *Config) Validate() error {
 	v.positive("changes.retention", c.Changes.Retention, "168h")
 	v.webhooks()
 	v.projection()
+	v.workspaces()
 	v.idList("mcp.conversations", c.MCP.Conversations)
 	v.oneOf("log.level", c.Log.Level, LogLevels)
 	v.oneOf("log.format", c.Log.Format, LogFormats)
@@ -77,7 +78,7 @@ func (c *Config) RequireToken() error {
 	// Slack answers another kind of token with invalid_auth or not_allowed_token_type,
 	// which says nothing of the cause. Only the prefix is quoted, never the token.
 	for _, t := range []struct{ prefix, kind string }{
-		{"xoxp-", "a user token"}, {"xapp-", "an app-level token"}, {"xoxe", "a refresh token"},
+		{"xoxp-", "a user token"}, {"xapp-", "an app-level token"}, {"xoxe-", "a refresh token"},
 		{"xoxc-", "a browser session token"}, {"xoxs-", "a session token"},
 	} {
 		if strings.HasPrefix(c.Slack.Token.Reveal(), t.prefix) {
