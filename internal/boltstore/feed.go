@@ -52,6 +52,7 @@ func (t *tx) Changes(after uint64, fn func(readmodel.Change) error) error {
 	if b == nil || after == math.MaxUint64 { // after+1 would wrap to the first change
 		return nil
 	}
+	team := t.teamID()
 	c := b.Cursor()
 	for k, v := c.Seek(seqKey(after + 1)); k != nil; k, v = c.Next() {
 		ch, err := decodeChange(v)
@@ -62,7 +63,7 @@ func (t *tx) Changes(after uint64, fn func(readmodel.Change) error) error {
 			t.addChange(k, err) // skipped and reported: the feed after it stays readable
 			continue
 		}
-		ch.Seq = binary.BigEndian.Uint64(k)
+		ch.Seq, ch.TeamID = binary.BigEndian.Uint64(k), team
 		if err := fn(ch); err != nil {
 			return stopped(err)
 		}
@@ -121,4 +122,14 @@ func addFeed(btx *bolt.Tx, path string) error {
 		return fmt.Errorf("store %s: index the outbox: %w", path, err)
 	}
 	return nil
+}
+
+// teamID is the workspace of the store (its cached auth.test answer), "" before the
+// first: no change is written before it.
+func (t *tx) teamID() string {
+	id, ok, err := t.Identity()
+	if err != nil || !ok {
+		return ""
+	}
+	return id.TeamID
 }

@@ -149,6 +149,10 @@ func (cmd *command) usesConfig() bool { return !cmd.noConfig }
 type cmdCtx struct {
 	env        Env
 	configPath string
+	// cmd is the command's name; workspace its --workspace (with store.dir: the
+	// team_id of the workspace a command acts on).
+	cmd       string
+	workspace string
 	jsonOut    bool
 	record     string
 	duration   string
@@ -240,10 +244,12 @@ func dispatch(ctx context.Context, args []string, env Env) error {
 		return &helpError{usageErr("unknown command %q", args[0]), ""}
 	}
 	global := c.configPath
+	c.cmd = cmd.name
 	fs := pflag.NewFlagSet(cmd.name, pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	if cmd.usesConfig() {
 		fs.StringVarP(&c.configPath, "config", "c", global, "config file (default $SLACKPOLL_CONFIG, else ./slackpoll.yaml)")
+		fs.StringVarP(&c.workspace, "workspace", "w", "", "with many workspaces (store.dir): the team_id of the one to act on")
 	} else if global != "" {
 		return &helpError{usageErr("%s takes no --config", cmd.name), cmd.name}
 	}

@@ -45,6 +45,11 @@ func (c *cmdCtx) startDaemon() (*daemon, error) {
 	if err != nil {
 		return nil, err
 	}
+	return c.startDaemonOf(cfg)
+}
+
+// startDaemonOf wires the one-workspace daemon of cfg.
+func (c *cmdCtx) startDaemonOf(cfg *config.Config) (*daemon, error) {
 	if err := cfg.RequireToken(); err != nil {
 		return nil, err
 	}
@@ -117,7 +122,14 @@ func (d *daemon) close(err *error) {
 // SIGINT/SIGTERM cancels ctx; any call or wait in flight is abandoned and nothing
 // partial is written.
 func cmdRun(ctx context.Context, c *cmdCtx) (err error) {
-	d, err := c.startDaemon()
+	cfg, err := c.loadConfig()
+	if err != nil {
+		return err
+	}
+	if cfg.MultiWorkspace() {
+		return cmdRunFleet(ctx, c, cfg)
+	}
+	d, err := c.startDaemonOf(cfg)
 	if err != nil {
 		return err
 	}

@@ -30,11 +30,6 @@ func (d *daemon) serveHTTP() (stop func(), err error) {
 	if listen == "" {
 		return func() {}, nil
 	}
-	warnIfExposed(d.log, listen, d.cfg.HTTP.Token.IsSet())
-	ln, err := net.Listen("tcp", listen)
-	if err != nil {
-		return nil, fmt.Errorf("http.listen %s: %w (is another slackpoll or program using the port?)", listen, err)
-	}
 	h := httpapi.New(httpapi.Options{
 		Store: d.model, Projections: d.proj, Configured: d.cfg.Conversations, Interval: d.cfg.Tick.Interval.D(),
 		Token: d.cfg.HTTP.Token.Reveal(), Ready: d.metrics.Ready, Metrics: d.metrics, Logger: d.log, Listen: listen,
@@ -43,16 +38,33 @@ func (d *daemon) serveHTTP() (stop func(), err error) {
 		SpoolDir: filepath.Dir(d.cfg.Store.Path),
 		MCP:      d.mcpServer().Handler(),
 	})
+	return serveAPI(d.log, listen, d.cfg.HTTP.Token.IsSet(), h, d.notifier.Close)
+}
+
+// serveAPI serves h on listen (bound before it returns, so a taken port fails the
+// start) and returns the function that shuts it down (waiting up to
+// httpShutdownTimeout for requests in flight, then cutting them; calling it again
+// waits for the first call). onShutdown, if set, runs as the shutdown starts (long
+// polls answer now, not when cut). A listen address that is not loopback is served
+// with a warning: the API shows message texts.
+func serveAPI(log *slog.Logger, listen string, tokenSet bool, h http.Handler, onShutdown func()) (stop func(), err error) {
+	warnIfExposed(log, listen, tokenSet)
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return nil, fmt.Errorf("http.listen %s: %w (is another slackpoll or program using the port?)", listen, err)
+	}
 	srv := httpapi.NewServer(listen, h)
-	srv.RegisterOnShutdown(d.notifier.Close) // long polls answer now, not when cut
+	if onShutdown != nil {
+		srv.RegisterOnShutdown(onShutdown)
+	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			d.log.Error("http api stopped", "err", err)
+			log.Error("http api stopped", "err", err)
 		}
 	}()
-	d.log.Info("http api listening", "addr", ln.Addr().String())
+	log.Info("http api listening", "addr", ln.Addr().String())
 	var once sync.Once
 	return func() {
 		once.Do(func() {

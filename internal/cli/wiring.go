@@ -2,6 +2,7 @@ package cli
 
 import (
 	"io"
+	"slices"
 	"log/slog"
 	"net/http"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/slackpoll/slackpoll/internal/poller"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 	"github.com/slackpoll/slackpoll/internal/slackapi"
+	"github.com/slackpoll/slackpoll/internal/workspace"
 )
 
 // loadConfig loads the config named by --config, $SLACKPOLL_CONFIG or ./slackpoll.yaml,
@@ -32,7 +34,52 @@ func (c *cmdCtx) loadConfig() (*config.Config, error) {
 	for _, w := range cfg.Warnings() {
 		newLogger(logLevel(cfg.Log.Level), cfg.Log.Format, c.env.Stderr).Warn("config: " + w.String())
 	}
-	return cfg, nil
+	return c.scopeToWorkspace(cfg)
+}
+
+// fleetCommands act on every workspace of a config with store.dir; the others act
+// on one, named by --workspace.
+var fleetCommands = []string{"run", "config", "healthcheck", "workspaces"}
+
+// scopeToWorkspace makes a config of many workspaces (store.dir) the config of the
+// one --workspace names, as a one-workspace config: its store, token and
+// conversations. Without --workspace, a command that acts on one workspace is
+// refused with what to write.
+func (c *cmdCtx) scopeToWorkspace(cfg *config.Config) (*config.Config, error) {
+	if !cfg.MultiWorkspace() {
+		if c.workspace != "" {
+			return nil, usageErr("--workspace %s: %s polls one workspace (no store.dir): leave --workspace out", c.workspace, orDefaults(cfg.File()))
+		}
+		return cfg, nil
+	}
+	if c.workspace == "" {
+		if slices.Contains(fleetCommands, c.cmd) {
+			return cfg, nil
+		}
+		return nil, usageErr("%s polls many workspaces (store.dir): say which with --workspace TEAM_ID (slackpoll workspaces lists them)", orDefaults(cfg.File()))
+	}
+	if !workspace.ValidTeamID(c.workspace) {
+		return nil, usageErr("--workspace %q: want a team_id (T… or E…, uppercase letters and digits)", c.workspace)
+	}
+	one := *cfg
+	one.Store.Path = workspace.StorePath(cfg.Store.Dir, c.workspace)
+	one.Store.Dir, one.Workspaces = "", nil
+	one.Slack.Token = ""
+	one.Projection.SQLite.Path = "" // each workspace's is next to its store
+	for _, w := range cfg.Workspaces {
+		if w.TeamID == c.workspace {
+			one.Slack.Token, one.Conversations, one.Discover = w.Token, w.Conversations, w.Discover
+		}
+	}
+	return &one, nil
+}
+
+// orDefaults names a config file in messages, or the built-in defaults.
+func orDefaults(file string) string {
+	if file == "" {
+		return config.DefaultFile
+	}
+	return file
 }
 
 // newLogger builds the logger of log.format, writing to w, whose level follows level

@@ -98,6 +98,8 @@ type Options struct {
 	// sending it (a file as large as the answer, removed once sent); "" is
 	// os.TempDir(). The daemon uses the store's directory.
 	SpoolDir string
+	// Workspaces, if set, makes the API serve many workspaces (workspaces.go).
+	Workspaces Workspaces
 	// StreamChunkTimeout is how long a client may take to read each 64 KiB of a
 	// streamed answer (export, backup) before it is cut off; ≤ 0 is
 	// DefaultStreamChunkTimeout (20s).
@@ -133,8 +135,39 @@ func (a *api) configuredNow() []string {
 }
 
 // New returns the API's handler. It registers Options.Store with Options.Metrics for
-// the gauges read at scrape time (tracked items, oldest last_polled_at, ...).
+// the gauges read at scrape time (tracked items, oldest last_polled_at, ...). With
+// Options.Workspaces set, it serves many workspaces instead (workspaces.go): each
+// under /v1/workspaces/{team_id}/, and Options.Store is not used.
 func New(opts Options) http.Handler {
+	var mux *http.ServeMux
+	if opts.Workspaces != nil {
+		mux = newWorkspacesMux(opts)
+	} else {
+		a := newAPI(opts)
+		a.metrics.Watch(a.statusInput, a.store)
+		mux = a.mux(opts.MCP)
+	}
+	var h http.Handler = mux
+	h = requireJSON(h)
+	h = requireToken(opts.Token, h, "/healthz")
+	h = crossOrigin(h)
+	h = checkHost(opts.Listen, opts.AllowedHosts, h)
+	h = jsonErrors(h)
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	h = logRequests(log, h)
+	return h
+}
+
+// NewWorkspace returns one workspace's API without the checks New puts in front of
+// it (host, origin, token, JSON) nor the store gauges: what New with
+// Options.Workspaces serves under /v1/workspaces/{team_id}/, behind its own checks.
+// Options.Metrics should be the daemon's (nil builds a registry per call).
+func NewWorkspace(opts Options) http.Handler { return newAPI(opts).mux(opts.MCP) }
+
+func newAPI(opts Options) *api {
 	a := &api{
 		store: opts.Store, configured: opts.Configured, interval: opts.Interval,
 		ready: opts.Ready, log: opts.Logger, now: opts.Now,
@@ -155,30 +188,24 @@ func New(opts Options) http.Handler {
 	if a.now == nil {
 		a.now = time.Now
 	}
-	m := opts.Metrics
-	if m == nil {
-		m = metrics.New()
+	a.metrics = opts.Metrics
+	if a.metrics == nil {
+		a.metrics = metrics.New()
 	}
-	m.Watch(a.statusInput, a.store)
-	a.metrics = m
+	return a
+}
 
+// mux is the API's routes, and the MCP server's at /mcp when set.
+func (a *api) mux(mcp http.Handler) *http.ServeMux {
 	mux := http.NewServeMux()
 	a.routes(mux)
-	if opts.MCP != nil {
+	if mcp != nil {
 		// JSON-RPC over HTTP, described by MCP's spec rather than openapi.yaml,
 		// hence not among routes; the SDK's handler answers its own methods and
 		// errors (405 for GET and DELETE: the server is stateless).
-		mux.Handle("/mcp", opts.MCP)
+		mux.Handle("/mcp", mcp)
 	}
-
-	var h http.Handler = mux
-	h = requireJSON(h)
-	h = requireToken(opts.Token, h, "/healthz")
-	h = crossOrigin(h)
-	h = checkHost(opts.Listen, opts.AllowedHosts, h)
-	h = jsonErrors(h)
-	h = logRequests(a.log, h)
-	return h
+	return mux
 }
 
 // router is what routes registers on: an http.ServeMux, or a test's list of routes.

@@ -89,8 +89,12 @@ type Change struct {
 	// ID is the event's receipt key: 32 random hex digits, unique across stores
 	// (a change delivered again from a restored store keeps its ID). A receiver
 	// dedupes on it: delivery is at least once.
-	ID   string `json:"id"`
-	Kind string `json:"kind"`
+	ID string `json:"id"`
+	// TeamID is the workspace the change is of (auth.test's team_id): one webhook
+	// receives the changes of every workspace a daemon polls. Not stored with each
+	// change: a store is one workspace's, and its reads fill it in.
+	TeamID string `json:"team_id,omitempty"`
+	Kind   string `json:"kind"`
 	// Channel is the conversation; "" for user_renamed.
 	Channel  string `json:"channel,omitempty"`
 	TS       TS     `json:"ts,omitempty"`

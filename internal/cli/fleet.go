@@ -1,0 +1,261 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/slackpoll/slackpoll/config"
+	"github.com/slackpoll/slackpoll/internal/httpapi"
+	"github.com/slackpoll/slackpoll/internal/metrics"
+	"github.com/slackpoll/slackpoll/internal/poller"
+	"github.com/slackpoll/slackpoll/internal/projection"
+	rm "github.com/slackpoll/slackpoll/internal/readmodel"
+	"github.com/slackpoll/slackpoll/internal/slackapi"
+	"github.com/slackpoll/slackpoll/internal/workspace"
+)
+
+// fleet is `run` for many workspaces (store.dir, workspaces:): a supervisor of
+// workspaces, each with the feed, webhooks and projection a one-workspace daemon
+// has, behind one API, one metrics registry and one log.
+type fleet struct {
+	cfg     *config.Config
+	log     *slog.Logger
+	level   *slog.LevelVar
+	metrics *metrics.Metrics
+	sup     *workspace.Supervisor
+	inst    *installations // the sealed registrations; nil without a key
+
+	mu      sync.Mutex
+	daemons map[*workspace.Unit]*unitDaemon
+}
+
+// unitDaemon is one workspace seen as the one-workspace daemon's parts (the
+// deliverer, retention and projection code is theirs), and its API, built on
+// first use.
+type unitDaemon struct {
+	*daemon
+	u       *workspace.Unit
+	apiOnce sync.Once
+	api     http.Handler
+}
+
+// cmdRunFleet runs every workspace until ctx ends.
+func cmdRunFleet(ctx context.Context, c *cmdCtx, cfg *config.Config) (err error) {
+	if err := cfg.RequireWorkspaceTokens(); err != nil {
+		return err
+	}
+	if err := cfg.RequireWebhookSecrets(); err != nil {
+		return err
+	}
+	if cfg.Projection.Postgres.DSN.IsSet() {
+		return usageErr("%s: projection.postgres with store.dir (many workspaces) is not supported yet: each workspace would hold its own connection pool; each workspace gets its own SQLite projection (<store.dir>/<team_id>.sqlite)", cfg.File())
+	}
+	if err := os.MkdirAll(cfg.Store.Dir, 0o700); err != nil {
+		return fmt.Errorf("store.dir %s: %w", cfg.Store.Dir, err)
+	}
+	f := &fleet{cfg: cfg, level: &slog.LevelVar{}, metrics: metrics.New(), daemons: map[*workspace.Unit]*unitDaemon{}}
+	f.level.Set(logLevel(cfg.Log.Level))
+	f.log = newLogger(f.level, cfg.Log.Format, c.env.Stderr)
+	f.metrics.SetTickConfig(cfg.Tick.Interval.D(), cfg.Tick.SoftDeadline.D())
+	f.metrics.SetWebhooks(webhookNames(cfg))
+	if f.inst, err = openInstallations(cfg, c.env.Getenv, f.log); err != nil {
+		return err
+	}
+	if f.inst != nil {
+		defer func() {
+			if cerr := f.inst.close(); cerr != nil && err == nil {
+				err = cerr
+			}
+		}()
+	}
+	f.sup = workspace.New(ctx, f.supervisorOptions())
+	defer func() {
+		if cerr := f.sup.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	specs, err := f.specs()
+	if err != nil {
+		return err
+	}
+	for _, spec := range specs {
+		if _, err := f.sup.Start(spec); err != nil {
+			return err
+		}
+	}
+	stopHTTP, err := f.serveHTTP()
+	if err != nil {
+		return err
+	}
+	defer stopHTTP()
+	f.log.Info("slackpoll started", "workspaces", len(specs), "store_dir", cfg.Store.Dir,
+		"interval", cfg.Tick.Interval, "rate_profile", cfg.Slack.RateProfile, "runtime_registration", f.inst != nil)
+	<-ctx.Done()
+	stopHTTP() // before the stores close: requests in flight still read them
+	f.log.Info("slackpoll stopping", "workspaces", f.sup.Len())
+	return nil
+}
+
+// supervisorOptions are the config's templates for every workspace.
+func (f *fleet) supervisorOptions() workspace.Options {
+	cfg := f.cfg
+	return workspace.Options{
+		Dir: cfg.Store.Dir,
+		Slack: slackapi.Options{
+			APIURL: cfg.Slack.APIURL, RequestTimeout: cfg.Slack.RequestTimeout.D(),
+			// One client: connections are reused across workspaces.
+			HTTPClient: &http.Client{Timeout: cfg.Slack.RequestTimeout.D()},
+			Rates:      cfg.Slack.RatesPerMinute(), OnCall: f.metrics.OnCall, OnClockSkew: f.metrics.OnClockSkew,
+		},
+		Poller: func() poller.Config {
+			pc := pollerConfig(cfg, f.log)
+			pc.Feed = feedConfig(cfg)
+			return pc
+		}(),
+		Logger: f.log,
+		OnTick: func(_ *workspace.Unit, s rm.TickSummary) { f.metrics.OnTick(s) },
+		OnChanges: func(u *workspace.Unit, _ uint64) {
+			if d := f.daemonOf(u); d != nil {
+				d.wakeDeliverer()
+			}
+		},
+		Attach: f.attach,
+	}
+}
+
+// attach starts a workspace's webhook deliveries, feed retention and SQLite
+// projection, as the one-workspace daemon runs them.
+func (f *fleet) attach(ctx context.Context, u *workspace.Unit) (stop func()) {
+	rl := &reloadable{}
+	convs := slices.Clone(u.Spec().Conversations)
+	rl.conversations.Store(&convs)
+	d := &daemon{cfg: f.cfg, log: u.Log(), store: u.Store(), model: u.Model(), poller: u.Poller(),
+		metrics: f.metrics, notifier: u.Notifier(), reloadable: rl, slackNow: u.Source().SlackNow}
+	d.proj = projection.NewRunner(d.model, d.log, f.projectionSpecs(u)...)
+	d.deliverer = d.newDeliverer()
+	d.warnRestored()
+	ud := &unitDaemon{daemon: d, u: u}
+	f.mu.Lock()
+	f.daemons[u] = ud
+	f.mu.Unlock()
+	stopFeed := d.runFeed(ctx)
+	stopProj := d.runProjections(ctx)
+	return func() {
+		stopFeed()
+		d.drainProjections(context.Background(), runDrain)
+		stopProj()
+		f.mu.Lock()
+		delete(f.daemons, u)
+		f.mu.Unlock()
+	}
+}
+
+// projectionSpecs is a workspace's SQLite projection: its own file next to its
+// store, so that no two workspaces contend for one database.
+func (f *fleet) projectionSpecs(u *workspace.Unit) []projection.Spec {
+	if !f.cfg.Projection.SQLite.Enabled || u.Store() == nil {
+		return nil
+	}
+	path := strings.TrimSuffix(u.Store().Path(), filepath.Ext(u.Store().Path())) + ".sqlite"
+	return []projection.Spec{{Kind: projection.KindSQLite, Name: path,
+		Open: func(ctx context.Context) (*projection.Target, error) { return projection.OpenSQLite(ctx, path) }}}
+}
+
+func (f *fleet) daemonOf(u *workspace.Unit) *unitDaemon {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.daemons[u]
+}
+
+// specs are the workspaces to start: the config's, then the registrations the
+// install API kept (a team listed in the config is the config's).
+func (f *fleet) specs() ([]workspace.Spec, error) {
+	var specs []workspace.Spec
+	listed := map[string]bool{}
+	for _, w := range f.cfg.Workspaces {
+		creds, err := f.configCredentials(w)
+		if err != nil {
+			return nil, err
+		}
+		listed[w.TeamID] = true
+		specs = append(specs, workspace.Spec{
+			TeamID: w.TeamID, EnterpriseID: w.EnterpriseID, Source: workspace.SourceConfig, Credentials: creds,
+			Conversations: w.Conversations, Discover: w.Discover == config.DiscoverMember,
+		})
+	}
+	if f.inst == nil {
+		return specs, nil
+	}
+	kept, err := f.inst.specs(listed)
+	if err != nil {
+		return nil, err
+	}
+	return append(specs, kept...), nil
+}
+
+// serveHTTP serves the API of every workspace on http.listen, if set.
+func (f *fleet) serveHTTP() (stop func(), err error) {
+	cfg := f.cfg
+	if cfg.HTTP.Listen == "" {
+		return func() {}, nil
+	}
+	h := httpapi.New(httpapi.Options{
+		Workspaces: f, Token: cfg.HTTP.Token.Reveal(), Metrics: f.metrics, Logger: f.log,
+		Listen: cfg.HTTP.Listen, AllowedHosts: cfg.HTTP.AllowedHosts,
+	})
+	return serveAPI(f.log, cfg.HTTP.Listen, cfg.HTTP.Token.IsSet(), h, nil)
+}
+
+// List is httpapi.Workspaces's: every workspace's status.
+func (f *fleet) List() []workspace.Status { return f.sup.Statuses() }
+
+// Get is httpapi.Workspaces's.
+func (f *fleet) Get(teamID string) (workspace.Status, bool) {
+	u, ok := f.sup.Unit(teamID)
+	if !ok {
+		return workspace.Status{}, false
+	}
+	return u.Status(), true
+}
+
+// Handler is httpapi.Workspaces's: the workspace's API, built on first use.
+func (f *fleet) Handler(teamID string) (http.Handler, bool) {
+	u, ok := f.sup.Unit(teamID)
+	if !ok {
+		return nil, false
+	}
+	return f.handlerOf(u)
+}
+
+// Only is httpapi.Workspaces's.
+func (f *fleet) Only() (http.Handler, bool) {
+	u, ok := f.sup.Only()
+	if !ok {
+		return nil, false
+	}
+	return f.handlerOf(u)
+}
+
+func (f *fleet) handlerOf(u *workspace.Unit) (http.Handler, bool) {
+	d := f.daemonOf(u)
+	if d == nil {
+		return nil, false // not running: paused, damaged
+	}
+	d.apiOnce.Do(func() {
+		d.api = httpapi.NewWorkspace(httpapi.Options{
+			Store: d.model, Projections: d.proj, Configured: d.reloadable.configured(), Interval: f.cfg.Tick.Interval.D(),
+			Metrics: f.metrics, Logger: d.log, Notifier: d.notifier, OnRequeue: d.wakeDeliverer,
+			Webhooks: webhookNames(f.cfg), Running: d.poller.Running, SpoolDir: f.cfg.Store.Dir,
+			MCP: d.mcpServer().Handler(),
+		})
+	})
+	return d.api, true
+}
+
