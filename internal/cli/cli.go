@@ -153,14 +153,14 @@ type cmdCtx struct {
 	// team_id of the workspace a command acts on).
 	cmd       string
 	workspace string
-	jsonOut    bool
-	record     string
-	duration   string
-	seed       int64
-	postgres   string // demo --postgres
-	feed       feedFlags
-	search     searchFlags
-	live       demoLive // demo --listen: the explorable demo
+	jsonOut   bool
+	record    string
+	duration  string
+	seed      int64
+	postgres  string // demo --postgres
+	feed      feedFlags
+	search    searchFlags
+	live      demoLive // demo --listen: the explorable demo
 	// healthcheck --live: /healthz instead of /readyz
 	liveOnly bool
 	// backup --force: replace an existing FILE

@@ -258,4 +258,3 @@ func (f *fleet) handlerOf(u *workspace.Unit) (http.Handler, bool) {
 	})
 	return d.api, true
 }
-

@@ -2,9 +2,9 @@ package cli
 
 import (
 	"io"
-	"slices"
 	"log/slog"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/slackpoll/slackpoll/config"
