@@ -68,7 +68,7 @@ func TestExportReadsTheStore(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("export = %d, stderr %s", code, errOut)
 	}
-	wantContains(t, "export", out, `"record":"ticket-42"`, `"kind":"user","id":"U0BEE0000"`)
+	wantContains(t, "export", out, `"record":"ticket-42"`, `"kind":"user","team_id":"T0SLACKPL","id":"U0BEE0000"`)
 }
 
 func TestAPIBaseURLAndLoopback(t *testing.T) {

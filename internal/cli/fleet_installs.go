@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"log/slog"
-	"net/http"
 
 	"github.com/slackpoll/slackpoll/config"
 	"github.com/slackpoll/slackpoll/internal/httpapi"
@@ -30,7 +29,7 @@ func (f *fleet) configCredentials(w config.Workspace) (workspace.Credentials, er
 
 // Put is httpapi.Workspaces's.
 func (f *fleet) Put(context.Context, string, httpapi.PutWorkspace) (workspace.Status, bool, error) {
-	return workspace.Status{}, false, &httpapi.Refusal{Status: http.StatusForbidden, Msg: "runtime registration is not available"}
+	return workspace.Status{}, false, &httpapi.Refusal{Kind: httpapi.RefuseNoKey, Msg: "runtime registration is not available"}
 }
 
 // Delete is httpapi.Workspaces's.

@@ -26,6 +26,8 @@ func appendMessageLine(b []byte, l *MessageLine) (_ []byte, ok bool) {
 	}
 	b = append(b, `{"kind":`...)
 	b = appendString(b, l.Kind)
+	b = append(b, `,"team_id":`...)
+	b = appendString(b, l.TeamID)
 	b = append(b, `,"channel":`...)
 	b = appendString(b, l.Channel)
 	b = append(b, `,"ts":`...)

@@ -21,7 +21,10 @@ const (
 
 // ConversationLine is one conversation in the export format (README, "Commands" (export)).
 type ConversationLine struct {
-	Kind        string     `json:"kind"`
+	Kind string `json:"kind"`
+	// TeamID is the workspace (auth.test's team_id; "" before the store knows it):
+	// the lines of many workspaces' exports can be told apart.
+	TeamID      string     `json:"team_id"`
 	ID          string     `json:"id"`
 	Type        string     `json:"type"`
 	Name        string     `json:"name"`
@@ -52,6 +55,7 @@ type ReplyLine struct {
 // messages, thread parents and thread_broadcast replies.
 type MessageLine struct {
 	Kind           string        `json:"kind"`
+	TeamID         string        `json:"team_id"` // as ConversationLine's
 	Channel        string        `json:"channel"`
 	TS             rm.TS         `json:"ts"`
 	ThreadTS       rm.TS         `json:"thread_ts"`
@@ -79,6 +83,7 @@ type MessageLine struct {
 // UserLine is one looked-up user in the export format (README, "Commands" (export)).
 type UserLine struct {
 	Kind        string     `json:"kind"`
+	TeamID      string     `json:"team_id"` // as ConversationLine's
 	ID          string     `json:"id"`
 	DisplayName string     `json:"display_name"`
 	RealName    string     `json:"real_name"`

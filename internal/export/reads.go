@@ -16,9 +16,12 @@ import (
 func ConversationLines(tx rm.Tx, configured []string) ([]ConversationLine, error) {
 	items := []ConversationLine{}
 	stored := map[string]bool{}
+	team := TeamOf(tx)
 	err := tx.Conversations(func(c rm.Conversation) error {
 		stored[c.ID] = true
-		items = append(items, NewConversationLine(&c))
+		l := NewConversationLine(&c)
+		l.TeamID = team
+		items = append(items, l)
 		return nil
 	})
 	if err != nil {
@@ -27,7 +30,9 @@ func ConversationLines(tx rm.Tx, configured []string) ([]ConversationLine, error
 	for _, id := range configured {
 		if !stored[id] {
 			stored[id] = true
-			items = append(items, NewConversationLine(&rm.Conversation{ID: id, Status: rm.StatusPending}))
+			l := NewConversationLine(&rm.Conversation{ID: id, Status: rm.StatusPending})
+			l.TeamID = team
+			items = append(items, l)
 		}
 	}
 	slices.SortFunc(items, func(x, y ConversationLine) int { return cmp.Compare(x.ID, y.ID) })

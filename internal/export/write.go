@@ -20,7 +20,19 @@ func MessageLineOf(tx rm.Tx, m *rm.Message) (MessageLine, error) {
 			return MessageLine{}, err
 		}
 	}
-	return NewMessageLine(m, replies, rm.TxLabeler(tx)), nil
+	l := NewMessageLine(m, replies, rm.TxLabeler(tx))
+	l.TeamID = TeamOf(tx)
+	return l, nil
+}
+
+// TeamOf is the store's workspace, auth.test's team_id, for the lines' team_id; ""
+// before the store knows it (nothing read from Slack yet).
+func TeamOf(tx rm.Tx) string {
+	id, ok, err := tx.Identity()
+	if err != nil || !ok {
+		return ""
+	}
+	return id.TeamID
 }
 
 // Write writes the whole read model as JSON Lines (README, "Commands" (export)): conversations by
@@ -49,6 +61,7 @@ func Write(tx rm.Tx, w io.Writer, configured []string) error {
 	}
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
+	team := TeamOf(tx)
 	for _, id := range ids {
 		c, ok, err := tx.Conversation(id)
 		if err != nil {
@@ -57,7 +70,9 @@ func Write(tx rm.Tx, w io.Writer, configured []string) error {
 		if !ok {
 			c = rm.Conversation{ID: id, Status: rm.StatusPending}
 		}
-		if err := enc.Encode(NewConversationLine(&c)); err != nil {
+		cl := NewConversationLine(&c)
+		cl.TeamID = team
+		if err := enc.Encode(cl); err != nil {
 			return err
 		}
 	}
@@ -74,6 +89,7 @@ func Write(tx rm.Tx, w io.Writer, configured []string) error {
 				}
 			}
 			l := NewMessageLine(&m, replies, label)
+			l.TeamID = team
 			var err error
 			if line, err = encodeMessageLine(line[:0], &l); err != nil {
 				return err
@@ -89,7 +105,9 @@ func Write(tx rm.Tx, w io.Writer, configured []string) error {
 		if rm.IsBotID(u.ID) {
 			return nil // looked up by an older version; a bot ID is not a user
 		}
-		return enc.Encode(NewUserLine(&u))
+		ul := NewUserLine(&u)
+		ul.TeamID = team
+		return enc.Encode(ul)
 	})
 	if err != nil {
 		return err

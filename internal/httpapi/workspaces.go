@@ -50,73 +50,129 @@ type PutWorkspace struct {
 	Paused bool `json:"paused,omitempty"`
 }
 
-// Refusal is a request the install API refuses, with the status to answer and a
-// message that says what to do.
+// Refusal is a request the install API refuses, with what to do.
 type Refusal struct {
-	Status int
-	Msg    string
+	Kind RefusalKind
+	Msg  string
 }
 
 func (r *Refusal) Error() string { return r.Msg }
+
+// RefusalKind says why a request is refused, and so its status.
+type RefusalKind int
+
+// The refusals of the install API.
+const (
+	// RefuseInvalid: the token or a field is wrong (auth.test rejected the token, it
+	// is another team's, a conversation ID is malformed): 422.
+	RefuseInvalid RefusalKind = iota
+	// RefuseConflict: the workspace is the config file's; change it there: 409.
+	RefuseConflict
+	// RefuseNoKey: runtime registration needs the install key, which is not set: 403.
+	RefuseNoKey
+	// RefuseUnavailable: Slack could not be asked (the token is unchecked), or the
+	// daemon is stopping: 503; try again.
+	RefuseUnavailable
+)
+
+// writeRefusal answers a refusal with its kind's status.
+func writeRefusal(w http.ResponseWriter, r *Refusal) {
+	switch r.Kind {
+	case RefuseConflict:
+		writeError(w, http.StatusConflict, "%s", r.Msg)
+	case RefuseNoKey:
+		writeError(w, http.StatusForbidden, "%s", r.Msg)
+	case RefuseUnavailable:
+		writeError(w, http.StatusServiceUnavailable, "%s", r.Msg)
+	default:
+		writeError(w, http.StatusUnprocessableEntity, "%s", r.Msg)
+	}
+}
+
+// wsAPI serves the install API over Workspaces.
+type wsAPI struct{ ws Workspaces }
+
+// routes registers the install API's routes (openapi.yaml documents each).
+func (a *wsAPI) routes(mux router) {
+	mux.HandleFunc("GET /v1/workspaces", a.wsList)
+	mux.HandleFunc("GET /v1/workspaces/{team_id}", a.wsGet)
+	mux.HandleFunc("PUT /v1/workspaces/{team_id}", a.wsPut)
+	mux.HandleFunc("DELETE /v1/workspaces/{team_id}", a.wsDelete)
+}
+
+func (a *wsAPI) wsList(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, WorkspaceList{Workspaces: a.ws.List()})
+}
+
+// WorkspaceList is the answer of GET /v1/workspaces.
+type WorkspaceList struct {
+	Workspaces []workspace.Status `json:"workspaces"`
+}
+
+func (a *wsAPI) wsGet(w http.ResponseWriter, r *http.Request) {
+	st, ok := a.ws.Get(r.PathValue("team_id"))
+	if !ok {
+		writeError(w, http.StatusNotFound, "no workspace %s here (GET /v1/workspaces lists them)", safeTeam(r.PathValue("team_id")))
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+func (a *wsAPI) wsPut(w http.ResponseWriter, r *http.Request) {
+	team := r.PathValue("team_id")
+	if !workspace.ValidTeamID(team) {
+		writeError(w, http.StatusBadRequest, "team_id: want a Slack team ID (T… or E…, uppercase letters and digits), as auth.test or oauth.v2.access answer it")
+		return
+	}
+	var in PutWorkspace
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&in); err != nil {
+		writeError(w, http.StatusBadRequest, "body: want JSON {\"bot_token\": \"xoxb-…\", …} (docs/workspaces.md): %v", err)
+		return
+	}
+	st, created, err := a.ws.Put(r.Context(), team, in)
+	var ref *Refusal
+	switch {
+	case errors.As(err, &ref):
+		writeRefusal(w, ref)
+	case err != nil:
+		writeError(w, http.StatusInternalServerError, "registering %s failed: %v", team, err)
+	case created:
+		writeJSON(w, http.StatusCreated, st)
+	default:
+		writeJSON(w, http.StatusOK, st)
+	}
+}
+
+func (a *wsAPI) wsDelete(w http.ResponseWriter, r *http.Request) {
+	team := r.PathValue("team_id")
+	purge := r.URL.Query().Get("purge")
+	if purge != "" && purge != "true" && purge != "false" {
+		writeError(w, http.StatusBadRequest, "purge=%q: want true or false", purge)
+		return
+	}
+	ok, err := a.ws.Delete(r.Context(), team, purge == "true")
+	var ref *Refusal
+	switch {
+	case errors.As(err, &ref):
+		writeRefusal(w, ref)
+	case err != nil:
+		writeError(w, http.StatusInternalServerError, "removing %s failed: %v", safeTeam(team), err)
+	case !ok:
+		writeError(w, http.StatusNotFound, "no workspace %s here (GET /v1/workspaces lists them)", safeTeam(team))
+	default:
+		w.WriteHeader(http.StatusNoContent)
+	}
+}
 
 // newWorkspacesMux routes the daemon of many workspaces: the install API, each
 // workspace's API under its prefix, the process's health and metrics, and the
 // routes without a team_id to the only workspace.
 func newWorkspacesMux(opts Options) *http.ServeMux {
 	ws := opts.Workspaces
-	m := opts.Metrics
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /v1/workspaces", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]any{"workspaces": ws.List()})
-	})
-	mux.HandleFunc("GET /v1/workspaces/{team_id}", func(w http.ResponseWriter, r *http.Request) {
-		st, ok := ws.Get(r.PathValue("team_id"))
-		if !ok {
-			writeError(w, http.StatusNotFound, "no workspace %s here (GET /v1/workspaces lists them)", safeTeam(r.PathValue("team_id")))
-			return
-		}
-		writeJSON(w, http.StatusOK, st)
-	})
-	mux.HandleFunc("PUT /v1/workspaces/{team_id}", func(w http.ResponseWriter, r *http.Request) {
-		var in PutWorkspace
-		dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&in); err != nil {
-			writeError(w, http.StatusBadRequest, "%v: want {\"bot_token\": \"xoxb-…\", …} (docs/workspaces.md)", err)
-			return
-		}
-		st, created, err := ws.Put(r.Context(), r.PathValue("team_id"), in)
-		var ref *Refusal
-		switch {
-		case errors.As(err, &ref):
-			writeError(w, ref.Status, "%s", ref.Msg)
-		case err != nil:
-			writeError(w, http.StatusInternalServerError, "registering %s failed: %v", safeTeam(r.PathValue("team_id")), err)
-		case created:
-			writeJSON(w, http.StatusCreated, st)
-		default:
-			writeJSON(w, http.StatusOK, st)
-		}
-	})
-	mux.HandleFunc("DELETE /v1/workspaces/{team_id}", func(w http.ResponseWriter, r *http.Request) {
-		purge := r.URL.Query().Get("purge")
-		if purge != "" && purge != "true" && purge != "false" {
-			writeError(w, http.StatusBadRequest, "purge=%q: want true or false", purge)
-			return
-		}
-		ok, err := ws.Delete(r.Context(), r.PathValue("team_id"), purge == "true")
-		var ref *Refusal
-		switch {
-		case errors.As(err, &ref):
-			writeError(w, ref.Status, "%s", ref.Msg)
-		case err != nil:
-			writeError(w, http.StatusInternalServerError, "removing %s failed: %v", safeTeam(r.PathValue("team_id")), err)
-		case !ok:
-			writeError(w, http.StatusNotFound, "no workspace %s here (GET /v1/workspaces lists them)", safeTeam(r.PathValue("team_id")))
-		default:
-			w.WriteHeader(http.StatusNoContent)
-		}
-	})
+	(&wsAPI{ws}).routes(mux)
 	mux.HandleFunc("/v1/workspaces/{team_id}/{rest...}", func(w http.ResponseWriter, r *http.Request) {
 		team := r.PathValue("team_id")
 		h, ok := ws.Handler(team)
@@ -137,15 +193,11 @@ func newWorkspacesMux(opts Options) *http.ServeMux {
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
 		// One workspace's failure does not make the daemon unready: the others are
 		// served; /v1/workspaces/{team_id}/readyz is each one's.
-		counts := map[workspace.State]int{}
-		for _, st := range ws.List() {
-			counts[st.State]++
-		}
-		writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "workspaces": counts})
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 	})
 	mux.HandleFunc("GET /v1/openapi.json", openapi)
-	if m != nil {
-		mux.Handle("GET /metrics", m.Handler())
+	if opts.Metrics != nil {
+		mux.Handle("GET /metrics", opts.Metrics.Handler())
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if h, ok := ws.Only(); ok {

@@ -70,6 +70,18 @@ func (s *Server) Truth() Truth {
 		}
 	}
 	t.Users = s.userLines(referencedUsers(t.Messages))
+	// The lines are the workspace's, as an export of its store says: a store
+	// holding another team's data differs from the truth.
+	team := s.TeamID()
+	for i := range t.Conversations {
+		t.Conversations[i].TeamID = team
+	}
+	for i := range t.Messages {
+		t.Messages[i].TeamID = team
+	}
+	for i := range t.Users {
+		t.Users[i].TeamID = team
+	}
 	return t
 }
 
