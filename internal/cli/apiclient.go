@@ -150,6 +150,9 @@ func (c *apiClient) doCtx(ctx context.Context, method, path string, body, v any)
 		}
 		return &apiError{resp.StatusCode, e.Error, data}
 	}
+	if v == nil {
+		return nil // an answer without a body (204)
+	}
 	if err := json.Unmarshal(data, v); err != nil {
 		return fmt.Errorf("the daemon's HTTP API at %s sent an answer this slackpoll does not understand (%v): are both the same version?", c.base, err)
 	}

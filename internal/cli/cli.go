@@ -59,6 +59,13 @@ Usage:
                                           a consistent copy of the store, also while run holds it
   slackpoll restore [--config F] FILE      put a backup in place of the store (daemon stopped)
   slackpoll healthcheck [--config F] [--live]  exit 0 when the daemon's /readyz (--live: /healthz) answers 200
+  slackpoll workspaces [list] [--config F] [--json]
+                                          the running daemon's workspaces (store.dir) and their state
+  slackpoll workspaces add TEAM_ID --token-env VAR [--refresh-token-env VAR --expires-in S]
+                   [--conversations C,…] [--discover member] [--enterprise-id E]
+                                          register an installation (checked with auth.test)
+  slackpoll workspaces remove TEAM_ID [--purge]
+                                          stop polling it; --purge also deletes its store
   slackpoll version                        version, VCS revision and Go version
 
 The config path defaults to $SLACKPOLL_CONFIG, else ./slackpoll.yaml; run and once
@@ -168,6 +175,7 @@ type cmdCtx struct {
 	// config --defaults: the commented default config
 	defaults bool
 	mcp      mcpFlags
+	ws       workspacesFlags
 	args     []string
 }
 
@@ -221,6 +229,7 @@ var commands = []command{
 	{name: "healthcheck", about: "Exit 0 when the running daemon answers /readyz (store readable, token accepted), else 1: for container health checks.", run: cmdHealthcheck, flags: func(fs *pflag.FlagSet, c *cmdCtx) {
 		fs.BoolVar(&c.liveOnly, "live", false, "ask /healthz (the process serves) instead of /readyz")
 	}},
+	{name: "workspaces", about: "List the workspaces of the running daemon (store.dir) with their state; add one (tokens from environment variables), or remove one (--purge: and what is kept of it).", args: "[list | add TEAM_ID | remove TEAM_ID]", nargs: -1, run: cmdWorkspaces, flags: workspacesFlagSet},
 	{name: "version", about: "Print the version, VCS revision and Go version of this binary.", run: cmdVersion, noConfig: true},
 }
 
