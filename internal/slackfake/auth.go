@@ -21,7 +21,7 @@ type auth struct {
 	refresh string                // the one unused refresh token; "" before rotation
 	rng     *rand.Rand            // token values; apart from the fault generator
 	// teams is the Teams the Server is routed by, nil if none; set and cleared under
-	// both Teams.mu and Server.mu.
+	// both Server.mu and Teams.mu.
 	teams *Teams
 }
 
@@ -70,13 +70,17 @@ func (a *auth) random(n int) string {
 }
 
 // issue makes a new access token and refresh token valid from now, replacing the
-// refresh token; earlier access tokens live on until their own expiry.
-func (a *auth) issue(now time.Time) (access, refresh string) {
+// refresh token; earlier access tokens live on until their own expiry. The Server's
+// Teams routes both before the caller releases Server.mu.
+func (s *Server) issue(now time.Time) (access, refresh string) {
+	a := &s.auth
 	access = "xoxe.xoxb-1-" + a.random(60)
 	refresh = "xoxe-1-" + a.random(70)
+	old := a.refresh
 	a.current = access
 	a.tokens[access] = &tokenInfo{expires: now.Add(TokenLifetime)}
 	a.refresh = refresh
+	a.teams.index(s, access, refresh, old)
 	return access, refresh
 }
 
@@ -107,19 +111,18 @@ func (s *Server) checkToken(token string, now time.Time) string {
 // pair and forgets the old refresh token. expiresIn is TokenLifetime.
 func (s *Server) EnableRotation(clientID, clientSecret string) (access, refresh string, expiresIn time.Duration) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if !s.auth.rotate {
 		for tok, t := range s.auth.tokens {
 			if t.expires.IsZero() {
 				delete(s.auth.tokens, tok)
+				s.auth.teams.unindex(s, tok)
 			}
 		}
 	}
 	s.auth.rotate = true
 	s.auth.client, s.auth.secret = clientID, clientSecret
-	access, refresh = s.auth.issue(s.now())
-	teams := s.auth.teams
-	s.mu.Unlock()
-	teams.index(s, access, refresh)
+	access, refresh = s.issue(s.now())
 	return access, refresh, TokenLifetime
 }
 
@@ -178,8 +181,7 @@ func (s *Server) oauthAccess(c *call) (segments, *apiErr) {
 	case c.params.Get("refresh_token") != s.auth.refresh || s.revoked:
 		return nil, &apiErr{code: "invalid_refresh_token"}
 	}
-	access, refresh := s.auth.issue(c.now)
-	c.issued = []string{access, refresh}
+	access, refresh := s.issue(c.now)
 	type idName struct {
 		ID   string `json:"id"`
 		Name string `json:"name,omitempty"`

@@ -24,7 +24,6 @@ type call struct {
 	token  string // the access token presented, "" if none
 	now    time.Time
 	fault  Fault
-	issued []string // tokens oauth.v2.access issued, for Teams' index
 }
 
 // request is one parsed request, before it reaches a Server.
@@ -179,12 +178,7 @@ func (s *Server) serve(r *request) *answer {
 	if a.reset {
 		s.requests[len(s.requests)-1].Status = 0
 	}
-	teams := s.auth.teams
 	s.mu.Unlock()
-	if len(c.issued) == 2 {
-		// Before the answer leaves, so the new tokens route by the time a client has them.
-		teams.index(s, c.issued[0], c.issued[1])
-	}
 	return a
 }
 

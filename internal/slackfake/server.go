@@ -81,23 +81,20 @@ type Server struct {
 	now  func() time.Time
 	id   identity
 
-	mu      sync.Mutex
-	users   map[string]*User
-	bots    map[string]*Bot
-	convs   map[string]*conv
-	scopes  map[string]bool
-	revoked bool
-	auth    auth
-	// routedRefresh is the refresh token routed to the Server by its Teams; guarded
-	// by Teams.mu, not mu.
-	routedRefresh string
-	lastKey       uint64
-	rate          map[string][]time.Time // method (+"\x00"+foreign token) → accepted request times
-	faults        []Fault
-	faultP        float64
-	faultKs       []FaultKind
-	rng           *rand.Rand
-	requests      []Request
+	mu       sync.Mutex
+	users    map[string]*User
+	bots     map[string]*Bot
+	convs    map[string]*conv
+	scopes   map[string]bool
+	revoked  bool
+	auth     auth
+	lastKey  uint64
+	rate     map[string][]time.Time // method (+"\x00"+foreign token) → accepted request times
+	faults   []Fault
+	faultP   float64
+	faultKs  []FaultKind
+	rng      *rand.Rand
+	requests []Request
 }
 
 // New returns a Server with an empty workspace holding only the token's own bot (user

@@ -57,17 +57,18 @@ func (t *Teams) Add(s *Server) error {
 	if s.id.enterpriseID != "" && !validID(s.id.enterpriseID, 'E') {
 		return ErrBadEntID
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.byTeam[s.id.teamID] != nil {
-		return fmt.Errorf("%w: team %s", ErrDuplicate, s.id.teamID)
-	}
-	// Lock order: Teams.mu, then Server.mu. A Server indexes new tokens only after
-	// releasing its own lock.
+	// Lock order everywhere: Server.mu, then Teams.mu. A Server indexes the tokens it
+	// issues while it still holds its own lock, so no token is ever visible (Token,
+	// an oauth.v2.access answer) before it routes.
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.auth.teams != nil {
 		return ErrOtherTeams
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.byTeam[s.id.teamID] != nil {
+		return fmt.Errorf("%w: team %s", ErrDuplicate, s.id.teamID)
 	}
 	access, refresh := s.auth.tokenList()
 	for _, tok := range access {
@@ -86,7 +87,6 @@ func (t *Teams) Add(s *Server) error {
 	if refresh != "" {
 		t.byRefresh[refresh] = s
 	}
-	s.routedRefresh = refresh
 	return nil
 }
 
@@ -94,49 +94,52 @@ func (t *Teams) Add(s *Server) error {
 // concerned: its tokens then answer invalid_auth). It returns ErrUnknownTeam if there
 // is none. The Server itself is unchanged and may be added again.
 func (t *Teams) Remove(teamID string) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	s := t.byTeam[teamID]
+	s := t.Server(teamID)
 	if s == nil {
 		return ErrUnknownTeam
 	}
-	delete(t.byTeam, teamID)
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.byTeam[teamID] != s { // removed meanwhile
+		return ErrUnknownTeam
+	}
+	delete(t.byTeam, teamID)
 	s.auth.teams = nil
-	s.mu.Unlock()
-	// Tokens may have rotated since Add, so sweep rather than ask s: only entries of s.
-	for tok, o := range t.byToken {
-		if o == s {
-			delete(t.byToken, tok)
-		}
+	access, refresh := s.auth.tokenList()
+	for _, tok := range access {
+		delete(t.byToken, tok)
 	}
-	for tok, o := range t.byRefresh {
-		if o == s {
-			delete(t.byRefresh, tok)
-		}
-	}
+	delete(t.byRefresh, refresh)
 	return nil
 }
 
-// index routes a Server's newly issued tokens to it, dropping its refresh token that
-// was exchanged. A nil t (a Server in no Teams) does nothing, as does a Server that
-// was removed meanwhile.
-func (t *Teams) index(s *Server, access, refresh string) {
+// index routes a Server's newly issued tokens to it and stops routing the refresh
+// token they replace. A nil t (a Server in no Teams) does nothing. Callers hold s.mu.
+func (t *Teams) index(s *Server, access, refresh, oldRefresh string) {
 	if t == nil {
 		return
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.byTeam[s.id.teamID] != s {
+	t.byToken[access] = s
+	if oldRefresh != "" && t.byRefresh[oldRefresh] == s {
+		delete(t.byRefresh, oldRefresh)
+	}
+	t.byRefresh[refresh] = s
+}
+
+// unindex stops routing access token tok to s. A nil t does nothing. Callers hold s.mu.
+func (t *Teams) unindex(s *Server, tok string) {
+	if t == nil {
 		return
 	}
-	t.byToken[access] = s
-	// Single-use refresh tokens: only the newest routes.
-	if old := s.routedRefresh; old != "" && t.byRefresh[old] == s {
-		delete(t.byRefresh, old)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.byToken[tok] == s {
+		delete(t.byToken, tok)
 	}
-	s.routedRefresh = refresh
-	t.byRefresh[refresh] = s
 }
 
 // Server returns the Server of teamID, nil if none.
