@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/slack-go/slack"
 )
@@ -324,4 +326,20 @@ func BenchmarkTeamsRoute(b *testing.B) {
 		}
 		_ = resp.Body.Close()
 	}
+}
+
+// TestTeamsExpiryInBubble: Teams' in-memory client works inside a synctest bubble, and
+// a team's token expires on the bubble's clock while another team's long-lived one
+// does not.
+func TestTeamsExpiryInBubble(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a, b := New(Options{TeamID: "T0BUBBLE1"}), New(Options{TeamID: "T0BUBBLE2"})
+		ts := teamsWith(t, a, b)
+		access, _, _ := a.EnableRotation(testClientID, testClientSecret)
+		time.Sleep(TokenLifetime)
+		_, err := apiFor(ts, access).AuthTest()
+		wantCode(t, err, "token_expired")
+		_, err = apiFor(ts, b.Token()).AuthTest()
+		must(t, err)
+	})
 }
