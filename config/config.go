@@ -114,6 +114,9 @@ type HTTP struct {
 	// loopback names, IP addresses and http.listen's host: a service name such as
 	// "slackpoll" in Docker Compose or Kubernetes. Names, without a port.
 	AllowedHosts []string `yaml:"allowed_hosts" json:"allowed_hosts"`
+	// PathPrefix is not a key: a command scoped to one workspace of many
+	// (--workspace) reaches its API under /v1/workspaces/{team_id}.
+	PathPrefix string `yaml:"-" json:"-"`
 }
 
 // Changes configures the change feed (GET /v1/changes, slackpoll changes).

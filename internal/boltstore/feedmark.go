@@ -159,3 +159,15 @@ func syncDir(dir string) error {
 	}
 	return nil
 }
+
+// Remove deletes the store file at path and the files kept beside it (the feed
+// mark): what purging a workspace removes. The store must be closed. A file already
+// gone is not an error.
+func Remove(path string) error {
+	for _, p := range []string{path, path + markSuffix} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
+}

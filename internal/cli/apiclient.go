@@ -34,7 +34,7 @@ type apiClient struct {
 func newAPIClient(cfg *config.Config) *apiClient {
 	return &apiClient{
 		store: cfg.Store.Path,
-		base:  apiBaseURL(cfg.HTTP.Listen),
+		base:  apiBaseURL(cfg.HTTP.Listen) + cfg.HTTP.PathPrefix,
 		token: cfg.HTTP.Token.Reveal(),
 		hc: &http.Client{
 			Timeout:   apiTimeout,

@@ -11,6 +11,7 @@ import (
 
 	"github.com/slackpoll/slackpoll/config"
 	"github.com/slackpoll/slackpoll/internal/export"
+	"github.com/slackpoll/slackpoll/internal/httpapi"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 	"github.com/slackpoll/slackpoll/internal/status"
 )
@@ -23,6 +24,9 @@ func cmdStatus(ctx context.Context, c *cmdCtx) error {
 	cfg, err := c.loadConfig()
 	if err != nil {
 		return err
+	}
+	if cfg.MultiWorkspace() {
+		return fleetStatus(c, cfg)
 	}
 	r, err := openReader(cfg)
 	if err != nil {
@@ -215,4 +219,24 @@ func showFromAPI(api *apiClient, ref rm.Ref, record string) (export.MessageLine,
 		ownUser = rep.Identity.UserID
 	}
 	return line, labels, ownUser, nil
+}
+
+// fleetStatus is `slackpoll status` for many workspaces (store.dir) without
+// --workspace: the running daemon's list of workspaces, their states and last
+// ticks; --workspace TEAM_ID shows one workspace's whole report.
+func fleetStatus(c *cmdCtx, cfg *config.Config) error {
+	if cfg.HTTP.Listen == "" {
+		return usageErr("status: %s polls many workspaces (store.dir) and has no http.listen: name one with --workspace TEAM_ID", orDefaults(cfg.File()))
+	}
+	var list httpapi.WorkspaceList
+	if err := newAPIClient(cfg).get("/v1/workspaces", &list); err != nil {
+		return err
+	}
+	if err := printWorkspaces(c, list.Workspaces); err != nil {
+		return err
+	}
+	if !c.jsonOut {
+		fmt.Fprintln(c.env.Stdout, "\none workspace's whole report: slackpoll status --workspace TEAM_ID")
+	}
+	return nil
 }

@@ -2,7 +2,9 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"os"
@@ -18,6 +20,7 @@ import (
 	"github.com/slackpoll/slackpoll/internal/projection"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 	"github.com/slackpoll/slackpoll/internal/slackapi"
+	"github.com/slackpoll/slackpoll/internal/status"
 	"github.com/slackpoll/slackpoll/internal/workspace"
 )
 
@@ -157,13 +160,30 @@ func (f *fleet) attach(ctx context.Context, u *workspace.Unit) (stop func()) {
 	}
 }
 
+// sqlitePath is a workspace's SQLite projection file, next to its store.
+func sqlitePath(storePath string) string {
+	return strings.TrimSuffix(storePath, filepath.Ext(storePath)) + ".sqlite"
+}
+
+// purgeProjection removes a purged workspace's SQLite projection (and SQLite's
+// journal files): its rows are that team's messages too.
+func (f *fleet) purgeProjection(teamID string) error {
+	base := sqlitePath(workspace.StorePath(f.cfg.Store.Dir, teamID))
+	for _, p := range []string{base, base + "-wal", base + "-shm", base + "-journal"} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("purging %s: %w", teamID, err)
+		}
+	}
+	return nil
+}
+
 // projectionSpecs is a workspace's SQLite projection: its own file next to its
 // store, so that no two workspaces contend for one database.
 func (f *fleet) projectionSpecs(u *workspace.Unit) []projection.Spec {
 	if !f.cfg.Projection.SQLite.Enabled || u.Store() == nil {
 		return nil
 	}
-	path := strings.TrimSuffix(u.Store().Path(), filepath.Ext(u.Store().Path())) + ".sqlite"
+	path := sqlitePath(u.Store().Path())
 	return []projection.Spec{{Kind: projection.KindSQLite, Name: path,
 		Open: func(ctx context.Context) (*projection.Target, error) { return projection.OpenSQLite(ctx, path) }}}
 }
@@ -254,6 +274,10 @@ func (f *fleet) handlerOf(u *workspace.Unit) (http.Handler, bool) {
 			Metrics: f.metrics, Logger: d.log, Notifier: d.notifier, OnRequeue: d.wakeDeliverer,
 			Webhooks: webhookNames(f.cfg), Running: d.poller.Running, SpoolDir: f.cfg.Store.Dir,
 			MCP: d.mcpServer().Handler(),
+			WorkspaceState: func() *status.WorkspaceState {
+				st := u.Status()
+				return &status.WorkspaceState{TeamID: st.TeamID, State: string(st.State), Reason: st.Reason}
+			},
 		})
 	})
 	return d.api, true

@@ -36,7 +36,10 @@ func (f *fleet) Put(context.Context, string, httpapi.PutWorkspace) (workspace.St
 func (f *fleet) Delete(_ context.Context, teamID string, purge bool) (bool, error) {
 	if purge {
 		_, ok := f.sup.Unit(teamID)
-		return ok, f.sup.Purge(teamID)
+		if err := f.sup.Purge(teamID); err != nil {
+			return ok, err
+		}
+		return ok, f.purgeProjection(teamID)
 	}
 	return f.sup.Stop(teamID)
 }

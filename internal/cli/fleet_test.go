@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,6 +11,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/slackpoll/slackpoll/internal/slackfake"
 	"github.com/slackpoll/slackpoll/internal/status"
@@ -105,5 +109,159 @@ func TestFleetARejectedWorkspaceLeavesTheOthers(t *testing.T) {
 	}
 	if strings.Contains(stderr, fake.Token()) || strings.Contains(stderr, "xoxb-not-a-valid-token") {
 		t.Error("the log shows a token")
+	}
+}
+
+// teamsFake serves n generated fake workspaces (T0TEAM0…, a few conversations
+// each) on loopback and returns them and the API URL.
+func teamsFake(t *testing.T, n int) ([]*slackfake.Server, string) {
+	t.Helper()
+	teams := slackfake.NewTeams()
+	var out []*slackfake.Server
+	for i := range n {
+		s := slackfake.New(slackfake.Options{TeamID: fmt.Sprintf("T0TEAM%d", i), Seed: int64(i)})
+		slackfake.Generate(s, int64(100+i), slackfake.GenSize{Conversations: 2, Messages: 40, Users: 4})
+		if err := teams.Add(s); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, s)
+	}
+	srv := httptest.NewServer(teams)
+	t.Cleanup(srv.Close)
+	return out, srv.URL + "/api/"
+}
+
+// TestFleetPurgeLeavesNothingOfTheTeam runs three workspaces with a webhook that
+// cannot be reached (so every store holds outbox rows) and the SQLite projection,
+// purges one through DELETE ?purge=true, and scans every file the daemon keeps:
+// no row of any store (bucket by bucket, key and value) and no byte of any SQLite
+// projection names the purged team or holds one of its messages; the others are
+// whole.
+func TestFleetPurgeLeavesNothingOfTheTeam(t *testing.T) {
+	fakes, apiURL := teamsFake(t, 3)
+	var teams []string
+	for _, f := range fakes {
+		teams = append(teams, f.TeamID()+"="+f.Token())
+	}
+	cfg, base, dir := fleetConfig(t, apiURL, teams...)
+	// Every conversation of each fake, and a webhook nobody answers.
+	b, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	yaml := strings.ReplaceAll(string(b), "conversations: [C0GENERAL]", "discover: member") +
+		"changes: {backfill: true}\nwebhooks:\n  - {name: app, url: \"http://127.0.0.1:1/hook\", secret: whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw}\n"
+	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan int, 1)
+	var stderr string
+	go func() {
+		code, _, errOut := runCLI(ctx, "run", "--config", cfg)
+		stderr = errOut
+		done <- code
+	}()
+	purged := fakes[1]
+	waitFor(t, "every workspace's first tick", func() bool {
+		code, b := get(base+"/v1/workspaces", "api-tok")
+		return code == http.StatusOK && strings.Count(string(b), `"stop_reason":"complete"`) == 3
+	})
+	waitFor(t, "the purged workspace's outbox rows", func() bool {
+		_, b := get(base+"/v1/workspaces/"+purged.TeamID()+"/v1/outbox?webhook=app", "api-tok")
+		return strings.Contains(string(b), `"seq"`)
+	})
+	req, _ := http.NewRequest(http.MethodDelete, base+"/v1/workspaces/"+purged.TeamID()+"?purge=true", nil)
+	req.Header.Set("Authorization", "Bearer api-tok")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("DELETE ?purge=true = %d, want 204", resp.StatusCode)
+	}
+	if code, _ := get(base+"/v1/workspaces/"+purged.TeamID(), "api-tok"); code != http.StatusNotFound {
+		t.Errorf("the purged workspace is still listed (%d)", code)
+	}
+	cancel()
+	if code := <-done; code != ExitOK {
+		t.Fatalf("run exited %d; stderr:\n%s", code, stderr)
+	}
+
+	// What would betray the purged team: its ID, and texts of its messages.
+	needles := [][]byte{[]byte(purged.TeamID())}
+	for i, m := range purged.Truth().Messages {
+		if i%10 == 0 && len(m.Text) > 12 {
+			needles = append(needles, []byte(m.Text))
+		}
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "stores", "*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stores, sqlites int
+	for _, p := range files {
+		if strings.Contains(filepath.Base(p), purged.TeamID()) {
+			t.Errorf("a file of the purged team is left: %s", p)
+			continue
+		}
+		switch {
+		case strings.HasSuffix(p, ".db"):
+			stores++
+			scanBolt(t, p, needles)
+		case strings.Contains(p, ".sqlite"):
+			sqlites++
+			raw, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, n := range needles {
+				if bytes.Contains(raw, n) {
+					t.Errorf("%s holds %q of the purged team", p, n)
+				}
+			}
+		}
+	}
+	if stores != 2 || sqlites < 2 {
+		t.Errorf("after the purge: %d stores and %d SQLite files in store.dir, want the 2 other workspaces' (%v)", stores, sqlites, files)
+	}
+}
+
+// scanBolt fails the test if any key or value of any bucket of the bbolt file at
+// path contains one of needles.
+func scanBolt(t *testing.T, path string, needles [][]byte) {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var rows int
+	var walk func(b *bolt.Bucket, name string) error
+	walk = func(b *bolt.Bucket, name string) error {
+		return b.ForEach(func(k, v []byte) error {
+			rows++
+			if v == nil {
+				if nb := b.Bucket(k); nb != nil {
+					return walk(nb, name+"/"+string(k))
+				}
+			}
+			for _, n := range needles {
+				if bytes.Contains(k, n) || bytes.Contains(v, n) {
+					t.Errorf("%s: bucket %s row %q holds %q of the purged team", path, name, k, n)
+				}
+			}
+			return nil
+		})
+	}
+	err = db.View(func(tx *bolt.Tx) error {
+		return tx.ForEach(func(name []byte, b *bolt.Bucket) error { return walk(b, string(name)) })
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rows == 0 {
+		t.Errorf("%s: no rows scanned", path)
 	}
 }

@@ -39,7 +39,7 @@ func (c *cmdCtx) loadConfig() (*config.Config, error) {
 
 // fleetCommands act on every workspace of a config with store.dir; the others act
 // on one, named by --workspace.
-var fleetCommands = []string{"run", "config", "healthcheck", "workspaces"}
+var fleetCommands = []string{"run", "config", "healthcheck", "workspaces", "status"}
 
 // scopeToWorkspace makes a config of many workspaces (store.dir) the config of the
 // one --workspace names, as a one-workspace config: its store, token and
@@ -64,6 +64,7 @@ func (c *cmdCtx) scopeToWorkspace(cfg *config.Config) (*config.Config, error) {
 	one := *cfg
 	one.Store.Path = workspace.StorePath(cfg.Store.Dir, c.workspace)
 	one.Store.Dir, one.Workspaces = "", nil
+	one.HTTP.PathPrefix = "/v1/workspaces/" + c.workspace
 	one.Slack.Token = ""
 	one.Projection.SQLite.Path = "" // each workspace's is next to its store
 	for _, w := range cfg.Workspaces {

@@ -50,5 +50,8 @@ func (a *api) status(w http.ResponseWriter, r *http.Request) {
 		a.internalError(w, r, err)
 		return
 	}
+	if a.workspace != nil {
+		rep.Workspace = a.workspace()
+	}
 	writeJSON(w, http.StatusOK, rep)
 }

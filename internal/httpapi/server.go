@@ -45,6 +45,7 @@ import (
 	"github.com/slackpoll/slackpoll/internal/changefeed"
 	"github.com/slackpoll/slackpoll/internal/metrics"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
+	"github.com/slackpoll/slackpoll/internal/status"
 )
 
 // Options configure New. Store is required.
@@ -98,6 +99,9 @@ type Options struct {
 	// sending it (a file as large as the answer, removed once sent); "" is
 	// os.TempDir(). The daemon uses the store's directory.
 	SpoolDir string
+	// WorkspaceState, if set, is the workspace's state in a daemon of many, for the
+	// status report.
+	WorkspaceState func() *status.WorkspaceState
 	// Workspaces, if set, makes the API serve many workspaces (workspaces.go).
 	Workspaces Workspaces
 	// StreamChunkTimeout is how long a client may take to read each 64 KiB of a
@@ -124,6 +128,8 @@ type api struct {
 	projections Projections
 	// spooler makes and sends the streamed answers (export, backup).
 	spooler spooler
+	// workspace is Options.WorkspaceState.
+	workspace func() *status.WorkspaceState
 }
 
 // configuredNow is the configured conversations as of now (Options.CurrentConfigured).
@@ -173,7 +179,7 @@ func newAPI(opts Options) *api {
 		ready: opts.Ready, log: opts.Logger, now: opts.Now,
 		notifier: opts.Notifier, onRequeue: opts.OnRequeue, webhooks: opts.Webhooks,
 		running: opts.Running, current: opts.CurrentConfigured,
-		projections: opts.Projections,
+		projections: opts.Projections, workspace: opts.WorkspaceState,
 	}
 	if a.log == nil {
 		a.log = slog.New(slog.NewTextHandler(io.Discard, nil))

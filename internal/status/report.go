@@ -47,6 +47,17 @@ type Report struct {
 	// Projections are the SQL projection's targets: state, cursor and lag (seq and
 	// seconds) behind the change feed (docs/sql.md).
 	Projections []projection.Status `json:"projections"`
+	// Workspace is the workspace's state in a daemon of many workspaces (store.dir);
+	// absent from a one-workspace daemon's report.
+	Workspace *WorkspaceState `json:"workspace,omitempty"`
+}
+
+// WorkspaceState is a workspace's state as the daemon of many workspaces runs it:
+// active, paused, token_rejected, refresh_failed or damaged, and why.
+type WorkspaceState struct {
+	TeamID string `json:"team_id"`
+	State  string `json:"state"`
+	Reason string `json:"reason,omitempty"`
 }
 
 // Conversation is one conversation's state: its export fields (README, "Commands" (export)), the

@@ -17,6 +17,13 @@ import (
 // r.GeneratedAt, so the output depends on r only.
 func (r *Report) WriteText(w io.Writer) error {
 	p := &printer{w: w}
+	if ws := r.Workspace; ws != nil {
+		line := "workspace " + ws.TeamID + ": " + ws.State
+		if ws.Reason != "" {
+			line += " (" + ws.Reason + ")"
+		}
+		fmt.Fprintln(w, line)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "CHANNEL\tNAME\tTYPE\tSTATUS\tMSGS\tTHREADS\tTRACKED\tSWEPT\tHEAD AGE")
 	for _, c := range r.Conversations {

@@ -5,9 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -165,6 +163,9 @@ func (s *Supervisor) open(spec Spec) *Unit {
 		detach = s.opts.Attach(ctx, u)
 	}
 	go func() {
+		// done closes after detach: the store closes only once nothing of the
+		// workspace (a delivery, the projection) reads it any more.
+		defer close(u.done)
 		u.run(ctx)
 		if detach != nil {
 			detach()
@@ -277,7 +278,7 @@ func (s *Supervisor) Purge(teamID string) error {
 		}
 		path = u.path
 	}
-	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := boltstore.Remove(path); err != nil {
 		return fmt.Errorf("purging %s: %w", teamID, err)
 	}
 	return nil

@@ -154,7 +154,6 @@ func (u *Unit) onTick(s rm.TickSummary) {
 
 // run polls until ctx ends or the workspace meets what no tick can fix.
 func (u *Unit) run(ctx context.Context) {
-	defer close(u.done)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	rot, rotating := u.spec.Credentials.(Rotation)
