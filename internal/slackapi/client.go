@@ -97,11 +97,11 @@ func New(opts Options) (*Client, error) {
 		token: token,
 		// No OptionRetry: it would sleep inside Do, out of sight of our limiters.
 		slackOpt: []slack.Option{slack.OptionAPIURL(apiURL), slack.OptionHTTPClient(captureDoer{client: hc})},
-		timeout: timeout,
-		pacers:  make(map[string]*pacer, len(rates)),
-		log:     log,
-		onCall:  opts.OnCall,
-		onSkew:  opts.OnClockSkew,
+		timeout:  timeout,
+		pacers:   make(map[string]*pacer, len(rates)),
+		log:      log,
+		onCall:   opts.OnCall,
+		onSkew:   opts.OnClockSkew,
 	}
 	for _, m := range Methods {
 		p, err := newPacer(m, rates[m], opts.Pacing, log, c.slackSkew)
