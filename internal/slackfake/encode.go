@@ -64,7 +64,7 @@ func (s *Server) appendMessage(b []byte, m *message, bad bool) []byte {
 		}
 		b = appendField(b, "name", m.bot.Name)
 		b = append(b, `,"deleted":false,"updated":1700000000`...)
-		b = appendField(b, "team_id", teamID)
+		b = appendField(b, "team_id", s.id.teamID)
 		b = append(b, '}')
 	}
 	b = appendField(b, "text", m.text)
@@ -87,7 +87,7 @@ func (s *Server) appendMessage(b []byte, m *message, bad bool) []byte {
 	}
 	if m.user != "" && m.botID == "" {
 		b = appendField(b, "client_msg_id", clientMsgID(m))
-		b = appendField(b, "team", teamID)
+		b = appendField(b, "team", s.id.teamID)
 		if !s.opts.OmitBlocks {
 			b = appendBlocks(b, m)
 		}

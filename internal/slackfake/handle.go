@@ -20,8 +20,20 @@ const maxBody = 1 << 20
 type call struct {
 	method string
 	params url.Values
+	header http.Header
+	token  string // the access token presented, "" if none
 	now    time.Time
 	fault  Fault
+	issued []string // tokens oauth.v2.access issued, for Teams' index
+}
+
+// request is one parsed request, before it reaches a Server.
+type request struct {
+	method  string
+	params  url.Values
+	header  http.Header
+	token   string
+	badForm bool
 }
 
 // apiErr is an ok:false answer.
@@ -68,7 +80,13 @@ var methods = map[string]struct {
 	"users.conversations":   {(*Server).usersConversations, "channels:read,groups:read,im:read,mpim:read"},
 	"users.info":            {(*Server).usersInfo, "users:read"},
 	"reactions.get":         {(*Server).reactionsGet, "reactions:read"},
+	// Slack's Tier 4; unlimited here unless Options.RatePerMinute names it.
+	oauthMethod: {(*Server).oauthAccess, ""},
 }
+
+// oauthMethod is the one method that takes no access token: the app's credentials
+// and a refresh token instead.
+const oauthMethod = "oauth.v2.access"
 
 // answer is a finished response before it is written to a connection.
 type answer struct {
@@ -129,28 +147,43 @@ func bearer(header http.Header) string {
 	return ""
 }
 
-// handle answers one request. It never panics on any input.
-func (s *Server) handle(u *url.URL, header http.Header, body []byte, bodyErr error) *answer {
-	method := path.Base(u.Path)
+// parseRequest reads the method, arguments and access token of a request.
+func parseRequest(u *url.URL, header http.Header, body []byte, bodyErr error) *request {
 	params, perr := parseParams(u, header, body)
 	if params == nil {
 		params = url.Values{}
 	}
-	token := params.Get("token")
-	if token == "" {
-		token = bearer(header)
+	r := &request{method: path.Base(u.Path), params: params, header: header,
+		badForm: perr != nil || bodyErr != nil}
+	r.token = params.Get("token")
+	if r.token == "" {
+		r.token = bearer(header)
 	}
+	return r
+}
 
+// handle answers one request. It never panics on any input.
+func (s *Server) handle(u *url.URL, header http.Header, body []byte, bodyErr error) *answer {
+	return s.serve(parseRequest(u, header, body, bodyErr))
+}
+
+// serve answers one parsed request and logs it.
+func (s *Server) serve(r *request) *answer {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	c := &call{method: method, params: params, now: s.now()}
-	a := s.respond(c, token, perr != nil || bodyErr != nil)
+	c := &call{method: r.method, params: r.params, header: r.header, token: r.token, now: s.now()}
+	a := s.respond(c, r.token, r.badForm)
 	s.requests = append(s.requests, Request{
-		Method: method, Params: withoutToken(params), Time: c.now,
+		Method: r.method, Params: withoutSecrets(r.params), Time: c.now,
 		Status: a.status, Error: a.errCode, Fault: c.fault.Kind,
 	})
 	if a.reset {
 		s.requests[len(s.requests)-1].Status = 0
+	}
+	teams := s.auth.teams
+	s.mu.Unlock()
+	if len(c.issued) == 2 {
+		// Before the answer leaves, so the new tokens route by the time a client has them.
+		teams.index(s, c.issued[0], c.issued[1])
 	}
 	return a
 }
@@ -160,7 +193,7 @@ func (s *Server) handle(u *url.URL, header http.Header, body []byte, bodyErr err
 func (s *Server) respond(c *call, token string, badForm bool) *answer {
 	m, known := methods[c.method]
 	if !known {
-		return s.errorAnswer(&apiErr{code: "unknown_method"}, "")
+		return errorAnswer(&apiErr{code: "unknown_method"}, "")
 	}
 	c.fault = s.drawFault(c.method, c.params)
 	switch c.fault.Kind {
@@ -187,13 +220,13 @@ func (s *Server) respond(c *call, token string, badForm bool) *answer {
 		return a
 	}
 	var a *answer
+	authErr := ""
+	if c.method != oauthMethod {
+		authErr = s.checkToken(token, c.now)
+	}
 	switch {
-	case token == "":
-		a = s.errorAnswer(&apiErr{code: "not_authed"}, m.accepted)
-	case token != botToken:
-		a = s.errorAnswer(&apiErr{code: "invalid_auth"}, m.accepted)
-	case s.revoked:
-		a = s.errorAnswer(&apiErr{code: "token_revoked"}, m.accepted)
+	case authErr != "":
+		a = s.errorAnswer(&apiErr{code: authErr}, m.accepted)
 	case badForm:
 		a = s.errorAnswer(&apiErr{code: "invalid_form_data"}, m.accepted)
 	default:
@@ -228,7 +261,9 @@ func jsonHeader(accepted string) http.Header {
 }
 
 // errorAnswer renders {"ok":false,"error":code[,"needed","provided"]} with HTTP 200.
-func (s *Server) errorAnswer(e *apiErr, accepted string) *answer {
+func (s *Server) errorAnswer(e *apiErr, accepted string) *answer { return errorAnswer(e, accepted) }
+
+func errorAnswer(e *apiErr, accepted string) *answer {
 	b := []byte(`{"ok":false,"error":`)
 	b = appendString(b, e.code)
 	if e.needed != "" {

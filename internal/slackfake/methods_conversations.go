@@ -65,14 +65,14 @@ func (s *Server) conversationObject(cv *conv, withMember bool) any {
 		if u := s.users[cv.User]; u != nil {
 			deleted = u.Deleted
 		}
-		return imJSON{ID: cv.ID, Created: cv.created, IsIM: true, ContextTeamID: teamID,
+		return imJSON{ID: cv.ID, Created: cv.created, IsIM: true, ContextTeamID: s.id.teamID,
 			User: cv.User, IsUserDeleted: deleted}
 	}
 	o := channelJSON{
 		ID: cv.ID, Name: cv.Name, IsChannel: cv.IsChannel, IsGroup: cv.IsGroup, IsMPIM: cv.IsMPIM,
 		IsPrivate: cv.IsPrivate, Created: cv.created, IsArchived: cv.IsArchived,
-		NameNormalized: cv.Name, PendingShared: []string{}, ContextTeamID: teamID,
-		Updated: cv.created * 1000, Creator: botUserID, SharedTeamIDs: []string{teamID},
+		NameNormalized: cv.Name, PendingShared: []string{}, ContextTeamID: s.id.teamID,
+		Updated: cv.created * 1000, Creator: botUserID, SharedTeamIDs: []string{s.id.teamID},
 		PreviousNames: []string{},
 	}
 	if withMember {

@@ -1,6 +1,9 @@
 package slackfake
 
-import "strings"
+import (
+	"strings"
+	"time"
+)
 
 // profileJSON is a user's profile as users.info sends it.
 type profileJSON struct {
@@ -52,12 +55,12 @@ func (s *Server) usersInfo(c *call) (segments, *apiErr) {
 	}
 	img := "https://avatars.slack-edge.com/fake/" + strings.ToLower(u.ID) + ".png"
 	j := userJSON{
-		ID: u.ID, TeamID: teamID, Name: u.Name, Deleted: u.Deleted, IsBot: u.IsBot,
+		ID: u.ID, TeamID: s.id.teamID, Name: u.Name, Deleted: u.Deleted, IsBot: u.IsBot,
 		Updated: 1700000000,
 		Profile: profileJSON{
 			AvatarHash: "g" + strings.ToLower(u.ID), RealName: u.RealName, DisplayName: u.DisplayName,
 			RealNameNormalized: u.RealName, DisplayNameNormalized: u.DisplayName,
-			Image24: img, Image48: img, Image72: img, Team: teamID,
+			Image24: img, Image48: img, Image72: img, Team: s.id.teamID,
 		},
 	}
 	for _, b := range s.bots {
@@ -79,10 +82,18 @@ func (s *Server) usersInfo(c *call) (segments, *apiErr) {
 
 // authTest answers auth.test with the bot token's identity:
 //
-//	{"ok":true,"url","team","user","team_id","user_id","bot_id","app_id","is_enterprise_install":false}
+//	{"ok":true,"url","team","user","team_id","user_id","bot_id","app_id",
+//	 ["enterprise_id",] "is_enterprise_install"}
 //
+// enterprise_id is present for an org-wide install (Options.EnterpriseID). With token
+// rotation, expires_in is the token's remaining lifetime in seconds, as Slack adds it.
 // The token's scopes are in the X-OAuth-Scopes header (as on every answer).
 func (s *Server) authTest(c *call) (segments, *apiErr) {
+	var expiresIn *int64
+	if t := s.auth.tokens[c.token]; t != nil && !t.expires.IsZero() {
+		secs := int64(t.expires.Sub(c.now) / time.Second)
+		expiresIn = &secs
+	}
 	return marshalOK(struct {
 		OK                  bool   `json:"ok"`
 		URL                 string `json:"url"`
@@ -92,6 +103,9 @@ func (s *Server) authTest(c *call) (segments, *apiErr) {
 		UserID              string `json:"user_id"`
 		BotID               string `json:"bot_id"`
 		AppID               string `json:"app_id"`
+		EnterpriseID        string `json:"enterprise_id,omitempty"`
 		IsEnterpriseInstall bool   `json:"is_enterprise_install"`
-	}{true, teamURL, teamName, botName, teamID, botUserID, botID, botAppID, false})
+		ExpiresIn           *int64 `json:"expires_in,omitempty"`
+	}{true, s.id.teamURL, s.id.teamName, botName, s.id.teamID, botUserID, botID, botAppID,
+		s.id.enterpriseID, s.id.enterpriseID != "", expiresIn})
 }

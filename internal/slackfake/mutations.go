@@ -442,7 +442,9 @@ func (s *Server) GrantScope(scope string) {
 	s.scopes[scope] = true
 }
 
-// RevokeToken revokes the bot token: every call then answers token_revoked.
+// RevokeToken uninstalls the app: every later call with any of the Server's access
+// tokens answers token_revoked (auth.test too: Slack's common errors apply to every
+// method), and oauth.v2.access refuses the refresh token with invalid_refresh_token.
 func (s *Server) RevokeToken() {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -8,7 +8,7 @@ import (
 // Request is one logged request.
 type Request struct {
 	Method string     // "conversations.history"
-	Params url.Values // query and form parameters, without the token
+	Params url.Values // query and form parameters, without token, client_secret and refresh_token
 	Time   time.Time  // Options.Now at arrival
 	// Status is the HTTP status answered, 0 when the connection was reset.
 	Status int
@@ -33,11 +33,11 @@ func (s *Server) ResetRequests() {
 	s.requests = nil
 }
 
-// withoutToken copies params, dropping the token.
-func withoutToken(params url.Values) url.Values {
+// withoutSecrets copies params, dropping the token and the app's secrets.
+func withoutSecrets(params url.Values) url.Values {
 	out := make(url.Values, len(params))
 	for k, v := range params {
-		if k != "token" {
+		if k != "token" && k != "client_secret" && k != "refresh_token" {
 			out[k] = v
 		}
 	}

@@ -33,6 +33,17 @@ type Options struct {
 	Seed int64
 	// Scopes are the token's OAuth scopes; nil = DefaultScopes.
 	Scopes []string
+	// TeamID is the workspace ID ("T" and uppercase letters or digits, as Slack's);
+	// "" = "T0SLACKPL". TeamName is its name; "" = "slackpoll fake".
+	TeamID, TeamName string
+	// EnterpriseID makes the installation an org-wide install in that Enterprise Grid
+	// organisation ("E" and uppercase letters or digits): auth.test then answers
+	// enterprise_id and is_enterprise_install true. "" = a plain workspace install.
+	EnterpriseID string
+	// Token is the bot token ("xoxb-…"). "" = the fixed "xoxb-1000000001-…" token when
+	// TeamID is unset too, else a token derived from TeamID and Seed, so that servers
+	// of different teams never share a token.
+	Token string
 	// OmitBlocks leaves out the rich_text blocks Slack adds to user messages. slack-go
 	// decodes blocks slowly (most of its cost per page); benchmarks of code above it
 	// may prefer to skip them. Default false: messages look as Slack sends them.
@@ -46,37 +57,47 @@ var DefaultScopes = []string{
 	"im:history", "im:read", "mpim:history", "mpim:read", "reactions:read", "users:read",
 }
 
-// Identity of the workspace and of the token's bot.
+// Identity of the workspace (unless Options say otherwise) and of the token's bot.
 const (
-	teamID    = "T0SLACKPL"
-	teamName  = "slackpoll fake"
-	teamURL   = "https://slackpoll-fake.slack.com/"
-	botUserID = "U0BOTSELF"
-	botID     = "B0BOTSELF"
-	botAppID  = "A0BOTSELF"
-	botName   = "slackpoll"
-	botToken  = "xoxb-1000000001-2000000002-sLaCkPoLlFaKeToKeN0000"
+	defaultTeamID   = "T0SLACKPL"
+	defaultTeamName = "slackpoll fake"
+	defaultTeamURL  = "https://slackpoll-fake.slack.com/"
+	botUserID       = "U0BOTSELF"
+	botID           = "B0BOTSELF"
+	botAppID        = "A0BOTSELF"
+	botName         = "slackpoll"
+	botToken        = "xoxb-1000000001-2000000002-sLaCkPoLlFaKeToKeN0000"
 )
+
+// identity is a Server's workspace identity, fixed at New.
+type identity struct {
+	teamID, teamName, teamURL, enterpriseID string
+}
 
 // Server is the fake Slack Web API. It is an http.Handler; its workspace state is
 // changed through its methods, which are safe for concurrent use with requests.
 type Server struct {
 	opts Options
 	now  func() time.Time
+	id   identity
 
-	mu       sync.Mutex
-	users    map[string]*User
-	bots     map[string]*Bot
-	convs    map[string]*conv
-	scopes   map[string]bool
-	revoked  bool
-	lastKey  uint64
-	rate     map[string][]time.Time // method+"\x00"+token → accepted request times
-	faults   []Fault
-	faultP   float64
-	faultKs  []FaultKind
-	rng      *rand.Rand
-	requests []Request
+	mu      sync.Mutex
+	users   map[string]*User
+	bots    map[string]*Bot
+	convs   map[string]*conv
+	scopes  map[string]bool
+	revoked bool
+	auth    auth
+	// routedRefresh is the refresh token routed to the Server by its Teams; guarded
+	// by Teams.mu, not mu.
+	routedRefresh string
+	lastKey       uint64
+	rate          map[string][]time.Time // method (+"\x00"+foreign token) → accepted request times
+	faults        []Fault
+	faultP        float64
+	faultKs       []FaultKind
+	rng           *rand.Rand
+	requests      []Request
 }
 
 // New returns a Server with an empty workspace holding only the token's own bot (user
@@ -94,6 +115,17 @@ func New(opts Options) *Server {
 	if s.now == nil {
 		s.now = time.Now
 	}
+	s.id = identity{teamID: defaultTeamID, teamName: defaultTeamName, teamURL: defaultTeamURL,
+		enterpriseID: opts.EnterpriseID}
+	if opts.TeamID != "" {
+		s.id.teamID = opts.TeamID
+		s.id.teamName = "workspace " + opts.TeamID
+		s.id.teamURL = "https://" + strings.ToLower(opts.TeamID) + ".slack.com/"
+	}
+	if opts.TeamName != "" {
+		s.id.teamName = opts.TeamName
+	}
+	s.auth.init(opts, s.id.teamID)
 	s.scopes = map[string]bool{}
 	scopes := opts.Scopes
 	if scopes == nil {
@@ -107,8 +139,14 @@ func New(opts Options) *Server {
 	return s
 }
 
-// Token returns the valid bot token ("xoxb-…").
-func (s *Server) Token() string { return botToken }
+// Token returns the current access token: the bot token ("xoxb-…"), or with rotation
+// enabled the newest access token issued ("xoxe.xoxb-1-…"). It still answers after
+// RevokeToken (the token is then refused).
+func (s *Server) Token() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.auth.current
+}
 
 // BotUserID returns the token's bot user ID (auth.test user_id).
 func (s *Server) BotUserID() string { return botUserID }
@@ -117,7 +155,14 @@ func (s *Server) BotUserID() string { return botUserID }
 func (s *Server) BotID() string { return botID }
 
 // TeamID returns the workspace ID (auth.test team_id).
-func (s *Server) TeamID() string { return teamID }
+func (s *Server) TeamID() string { return s.id.teamID }
+
+// TeamName returns the workspace name (auth.test team).
+func (s *Server) TeamName() string { return s.id.teamName }
+
+// EnterpriseID returns the Enterprise Grid organisation of an org-wide install
+// (auth.test enterprise_id), "" for a plain workspace install.
+func (s *Server) EnterpriseID() string { return s.id.enterpriseID }
 
 // Scopes returns the token's current scopes, sorted.
 func (s *Server) Scopes() []string {

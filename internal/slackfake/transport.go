@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strconv"
 	"syscall"
@@ -19,7 +20,12 @@ import (
 // TruncatedBody as a body that ends early with io.ErrUnexpectedEOF.
 func (s *Server) Transport() http.RoundTripper { return transport{s} }
 
-type transport struct{ s *Server }
+// handler answers a request read in full: a Server or Teams.
+type handler interface {
+	handle(u *url.URL, header http.Header, body []byte, bodyErr error) *answer
+}
+
+type transport struct{ h handler }
 
 func (t transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
@@ -33,7 +39,7 @@ func (t transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	a := t.s.handle(req.URL, req.Header, body, bodyErr)
+	a := t.h.handle(req.URL, req.Header, body, bodyErr)
 	if err := ctxsleep.Sleep(ctx, a.delay); err != nil {
 		return nil, err
 	}
@@ -100,9 +106,11 @@ func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 // ServeHTTP serves the Slack Web API at /<method> (any path prefix: the last path
 // element names the method). ConnReset hijacks the connection and resets it (or
 // aborts the handler with http.ErrAbortHandler where hijacking is unsupported).
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { serveHTTP(s, w, r) }
+
+func serveHTTP(hd handler, w http.ResponseWriter, r *http.Request) {
 	body, bodyErr := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
-	a := s.handle(r.URL, r.Header, body, bodyErr)
+	a := hd.handle(r.URL, r.Header, body, bodyErr)
 	if err := ctxsleep.Sleep(r.Context(), a.delay); err != nil {
 		return
 	}
