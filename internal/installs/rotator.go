@@ -343,7 +343,11 @@ func (r *Rotator) refresh(ctx context.Context) error {
 // the pending record stays, since Slack may have processed the request.
 func (r *Rotator) refreshFailed(err error, expiresAt time.Time, recovering bool) error {
 	var oe *slackapi.OAuthError
-	if !errors.As(err, &oe) || oe.Transient {
+	if !errors.As(err, &oe) && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+		// Stopped, not failed: the pending record stays, as after a crash.
+		return err
+	}
+	if oe == nil || oe.Transient {
 		r.mu.Lock()
 		r.reason = fmt.Sprintf("token refresh retrying after a transient failure: %v", err)
 		r.mu.Unlock()
