@@ -8,6 +8,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	bberrors "go.etcd.io/bbolt/errors"
 )
 
 // bucketName is the Registry's one bucket: team_id → sealed record.
@@ -46,7 +47,7 @@ func OpenRegistry(path string, key *Key) (*Registry, error) {
 		return nil, ErrNoKey
 	}
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: lockTimeout})
-	if errors.Is(err, bolt.ErrTimeout) {
+	if errors.Is(err, bberrors.ErrTimeout) {
 		return nil, fmt.Errorf("installations %s: another slackpoll holds it (still locked after %v)", path, lockTimeout)
 	}
 	if err != nil {

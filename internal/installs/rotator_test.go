@@ -230,8 +230,8 @@ func TestStoredExpiryTooFarAheadRefreshesNow(t *testing.T) {
 		if n := s.refreshes(); n != 1 {
 			t.Errorf("%d refreshes, want 1 at once", n)
 		}
-		if got := rot.ExpiresAt(); got.Sub(time.Now()) > slackfake.TokenLifetime {
-			t.Errorf("ExpiresAt still %v ahead", got.Sub(time.Now()))
+		if got := rot.ExpiresAt(); time.Until(got) > slackfake.TokenLifetime {
+			t.Errorf("ExpiresAt still %v ahead", time.Until(got))
 		}
 		cancel()
 		<-done
