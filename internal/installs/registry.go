@@ -85,13 +85,33 @@ func validTeamID(id string) bool {
 	return true
 }
 
-// Put stores in under in.TeamID, replacing any record of that team. The team ID must
+// Put stores in under in.TeamID, replacing any record of that team, even one that
+// does not open (this is how a damaged record is registered again). The team ID must
 // look like Slack's ("T…" or "E…") and the bot token must be set.
 func (r *Registry) Put(in Installation) error {
-	return r.Update(in.TeamID, func(cur *Installation, _ bool) error {
-		*cur = in
-		return nil
+	if err := checkRecord(in.TeamID, in); err != nil {
+		return err
+	}
+	plain, err := encodeRecord(in)
+	if err != nil {
+		return fmt.Errorf("installations: %s: %w", in.TeamID, err)
+	}
+	return r.db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketName).Put([]byte(in.TeamID), r.key.seal(in.TeamID, plain))
 	})
+}
+
+// checkRecord validates a record about to be stored under teamID.
+func checkRecord(teamID string, in Installation) error {
+	switch {
+	case !validTeamID(teamID):
+		return fmt.Errorf("installations: team ID %q: want T or E and 1-20 uppercase letters or digits", teamID)
+	case in.TeamID != teamID:
+		return fmt.Errorf("installations: record of %s renamed to %q", teamID, in.TeamID)
+	case in.BotToken == "":
+		return fmt.Errorf("installations: %s: the bot token is empty", teamID)
+	}
+	return nil
 }
 
 // Update runs fn on the record of teamID (zero with found false when there is none)
@@ -116,11 +136,8 @@ func (r *Registry) Update(teamID string, fn func(in *Installation, found bool) e
 		if err := fn(&cur, found); err != nil {
 			return err
 		}
-		if cur.TeamID != teamID {
-			return fmt.Errorf("installations: record of %s renamed to %q", teamID, cur.TeamID)
-		}
-		if cur.BotToken == "" {
-			return fmt.Errorf("installations: %s: the bot token is empty", teamID)
+		if err := checkRecord(teamID, cur); err != nil {
+			return err
 		}
 		plain, err := encodeRecord(cur)
 		if err != nil {

@@ -150,8 +150,12 @@ func TestRegistryDamaged(t *testing.T) {
 	if err := reg.Update("T2", func(*Installation, bool) error { t.Error("fn called on a damaged record"); return nil }); !errors.As(err, &de) {
 		t.Errorf("Update(T2) = %v, want a DamagedError", err)
 	}
-	if err := reg.Put(Installation{TeamID: "T2", BotToken: "xoxb-new"}); err == nil {
-		t.Error("Put over a damaged record succeeded without Delete; want the damage reported")
+	// Registering the team again replaces the damaged record.
+	if err := reg.Put(Installation{TeamID: "T2", BotToken: "xoxb-new"}); err != nil {
+		t.Errorf("Put over a damaged record: %v", err)
+	}
+	if in, found, err := reg.Get("T2"); err != nil || !found || in.BotToken != "xoxb-new" {
+		t.Errorf("Get(T2) after Put = %v, %v, %v", in, found, err)
 	}
 	_ = reg.Close()
 
