@@ -44,6 +44,7 @@ type Config struct {
 	Projection    Projection `yaml:"projection" json:"projection"`
 	MCP           MCP        `yaml:"mcp" json:"mcp"`
 	Log           Log        `yaml:"log" json:"log"`
+	Shard         Shard      `yaml:"shard" json:"shard"`
 
 	src *source // where the values came from, for error messages; nil for Default
 }
