@@ -48,6 +48,7 @@ type Config struct {
 	// slack.token, in store.path (config/workspaces.go).
 	Workspaces []Workspace `yaml:"workspaces" json:"workspaces"`
 	Install    Install     `yaml:"install" json:"install"`
+	Shard      Shard       `yaml:"shard" json:"shard"`
 
 	src *source // where the values came from, for error messages; nil for Default
 }

@@ -149,7 +149,7 @@ func TestUnknownKeys(t *testing.T) {
 		{"tick:\n  interval: 1m\n\n\n\n\n  intervall: 2m\n",
 			`slackpoll.yaml: line 7: unknown key "tick.intervall" (known keys under tick: interval, soft_deadline)`},
 		{"# c\nslak:\n  token: x\n",
-			`slackpoll.yaml: line 2: unknown key "slak" (known top-level keys: slack, store, conversations, discover, tick, budget, tracking, window, users, http, changes, webhooks, projection, mcp, log, workspaces, install)`},
+			`slackpoll.yaml: line 2: unknown key "slak" (known top-level keys: slack, store, conversations, discover, tick, budget, tracking, window, users, http, changes, webhooks, projection, mcp, log, workspaces, install, shard)`},
 		{"slack: {token: x, rate: 3}\n", `line 1: unknown key "slack.rate" (known keys under slack: token, api_url, rate_profile, rates, request_timeout, client_id, client_secret)`},
 		{"http:\n  listen: ''\n  listen: ':1'\n", `line 3: key "http.listen" appears twice (first on line 2)`},
 		{"slack:\n  rates:\n    users.info: 1\n    users.info: 2\n", `line 4: "users.info" appears twice in slack.rates (first on line 3)`},

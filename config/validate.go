@@ -62,6 +62,7 @@ func (c *Config) Validate() error {
 	v.projection()
 	v.workspaces()
 	v.idList("mcp.conversations", c.MCP.Conversations)
+	v.shard()
 	v.oneOf("log.level", c.Log.Level, LogLevels)
 	v.oneOf("log.format", c.Log.Format, LogFormats)
 	return errors.Join(v.errs...)
