@@ -34,6 +34,9 @@ type fleet struct {
 	metrics *metrics.Metrics
 	sup     *workspace.Supervisor
 	inst    *installations // the sealed registrations; nil without a key
+	// httpClient makes every workspace's Slack calls: connections are reused
+	// across workspaces.
+	httpClient *http.Client
 
 	mu      sync.Mutex
 	daemons map[*workspace.Unit]*unitDaemon
@@ -63,7 +66,8 @@ func cmdRunFleet(ctx context.Context, c *cmdCtx, cfg *config.Config) (err error)
 	if err := os.MkdirAll(cfg.Store.Dir, 0o700); err != nil {
 		return fmt.Errorf("store.dir %s: %w", cfg.Store.Dir, err)
 	}
-	f := &fleet{cfg: cfg, level: &slog.LevelVar{}, metrics: metrics.New(), daemons: map[*workspace.Unit]*unitDaemon{}}
+	f := &fleet{cfg: cfg, level: &slog.LevelVar{}, metrics: metrics.New(), daemons: map[*workspace.Unit]*unitDaemon{},
+		httpClient: &http.Client{Timeout: cfg.Slack.RequestTimeout.D()}}
 	f.level.Set(logLevel(cfg.Log.Level))
 	f.log = newLogger(f.level, cfg.Log.Format, c.env.Stderr)
 	f.metrics.SetTickConfig(cfg.Tick.Interval.D(), cfg.Tick.SoftDeadline.D())
@@ -113,8 +117,7 @@ func (f *fleet) supervisorOptions() workspace.Options {
 		Dir: cfg.Store.Dir,
 		Slack: slackapi.Options{
 			APIURL: cfg.Slack.APIURL, RequestTimeout: cfg.Slack.RequestTimeout.D(),
-			// One client: connections are reused across workspaces.
-			HTTPClient: &http.Client{Timeout: cfg.Slack.RequestTimeout.D()},
+			HTTPClient: f.httpClient,
 			Rates:      cfg.Slack.RatesPerMinute(), OnCall: f.metrics.OnCall, OnClockSkew: f.metrics.OnClockSkew,
 		},
 		Poller: func() poller.Config {
@@ -200,6 +203,9 @@ func (f *fleet) specs() ([]workspace.Spec, error) {
 	var specs []workspace.Spec
 	listed := map[string]bool{}
 	for _, w := range f.cfg.Workspaces {
+		if !f.owns(w.TeamID) {
+			continue // another replica's (shard)
+		}
 		creds, err := f.configCredentials(w)
 		if err != nil {
 			return nil, err
@@ -213,7 +219,7 @@ func (f *fleet) specs() ([]workspace.Spec, error) {
 	if f.inst == nil {
 		return specs, nil
 	}
-	kept, err := f.inst.specs(listed)
+	kept, err := f.inst.specs(f, listed)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -131,37 +132,78 @@ func teamsFake(t *testing.T, n int) ([]*slackfake.Server, string) {
 	return out, srv.URL + "/api/"
 }
 
-// TestFleetPurgeLeavesNothingOfTheTeam runs three workspaces with a webhook that
-// cannot be reached (so every store holds outbox rows) and the SQLite projection,
-// purges one through DELETE ?purge=true, and scans every file the daemon keeps:
-// no row of any store (bucket by bucket, key and value) and no byte of any SQLite
-// projection names the purged team or holds one of its messages; the others are
-// whole.
+// installKey is a test install key (32 bytes, base64).
+const installKey = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
+
+// runFleet runs `slackpoll run --config cfg` with the install key in its
+// environment until the test ends it with the returned stop, which returns the exit
+// status and stderr.
+func runFleet(t *testing.T, cfg string) (stop func() (int, string)) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	type result struct {
+		code   int
+		stderr string
+	}
+	done := make(chan result, 1)
+	go func() {
+		var out, errOut bytes.Buffer
+		env := map[string]string{"SLACKPOLL_INSTALL_KEY": installKey, "SLACK_BOT_TOKEN": ""}
+		code := Main(ctx, []string{"run", "--config", cfg}, Env{Stdout: &out, Stderr: &errOut, Getenv: func(k string) string { return env[k] }})
+		done <- result{code, errOut.String()}
+	}()
+	return func() (int, string) {
+		cancel()
+		r := <-done
+		return r.code, r.stderr
+	}
+}
+
+// send makes a request with a JSON body to the daemon's API and returns the status
+// and body.
+func send(t *testing.T, method, url, body string) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer api-tok")
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+// TestFleetPurgeLeavesNothingOfTheTeam registers three workspaces through the
+// install API, with a webhook that cannot be reached (so every store holds outbox
+// rows) and the SQLite projection, purges one through DELETE ?purge=true, and scans
+// every file the daemon keeps: no row of any store or of the registrations (bucket by
+// bucket, key and value) and no byte of any SQLite projection names the purged team
+// or holds one of its messages; the others are whole.
 func TestFleetPurgeLeavesNothingOfTheTeam(t *testing.T) {
 	fakes, apiURL := teamsFake(t, 3)
-	var teams []string
-	for _, f := range fakes {
-		teams = append(teams, f.TeamID()+"="+f.Token())
-	}
-	cfg, base, dir := fleetConfig(t, apiURL, teams...)
-	// Every conversation of each fake, and a webhook nobody answers.
+	cfg, base, dir := fleetConfig(t, apiURL)
 	b, err := os.ReadFile(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	yaml := strings.ReplaceAll(string(b), "conversations: [C0GENERAL]", "discover: member") +
-		"changes: {backfill: true}\nwebhooks:\n  - {name: app, url: \"http://127.0.0.1:1/hook\", secret: whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw}\n"
+	yaml := string(b) + "changes: {backfill: true}\nwebhooks:\n  - {name: app, url: \"http://127.0.0.1:1/hook\", secret: whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw}\n"
 	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan int, 1)
-	var stderr string
-	go func() {
-		code, _, errOut := runCLI(ctx, "run", "--config", cfg)
-		stderr = errOut
-		done <- code
-	}()
+	stop := runFleet(t, cfg)
+	waitFor(t, "the API", func() bool { code, _ := get(base+"/v1/workspaces", "api-tok"); return code == http.StatusOK })
+	for _, f := range fakes {
+		if code, b := send(t, http.MethodPut, base+"/v1/workspaces/"+f.TeamID(), `{"bot_token":"`+f.Token()+`","discover":"member"}`); code != http.StatusCreated {
+			t.Fatalf("PUT %s = %d %s, want 201", f.TeamID(), code, b)
+		}
+	}
 	purged := fakes[1]
 	waitFor(t, "every workspace's first tick", func() bool {
 		code, b := get(base+"/v1/workspaces", "api-tok")
@@ -171,21 +213,13 @@ func TestFleetPurgeLeavesNothingOfTheTeam(t *testing.T) {
 		_, b := get(base+"/v1/workspaces/"+purged.TeamID()+"/v1/outbox?webhook=app", "api-tok")
 		return strings.Contains(string(b), `"seq"`)
 	})
-	req, _ := http.NewRequest(http.MethodDelete, base+"/v1/workspaces/"+purged.TeamID()+"?purge=true", nil)
-	req.Header.Set("Authorization", "Bearer api-tok")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = resp.Body.Close()
-	if resp.StatusCode != http.StatusNoContent {
-		t.Fatalf("DELETE ?purge=true = %d, want 204", resp.StatusCode)
+	if code, b := send(t, http.MethodDelete, base+"/v1/workspaces/"+purged.TeamID()+"?purge=true", ""); code != http.StatusNoContent {
+		t.Fatalf("DELETE ?purge=true = %d %s, want 204", code, b)
 	}
 	if code, _ := get(base+"/v1/workspaces/"+purged.TeamID(), "api-tok"); code != http.StatusNotFound {
 		t.Errorf("the purged workspace is still listed (%d)", code)
 	}
-	cancel()
-	if code := <-done; code != ExitOK {
+	if code, stderr := stop(); code != ExitOK {
 		t.Fatalf("run exited %d; stderr:\n%s", code, stderr)
 	}
 
@@ -223,7 +257,7 @@ func TestFleetPurgeLeavesNothingOfTheTeam(t *testing.T) {
 			}
 		}
 	}
-	if stores != 2 || sqlites < 2 {
+	if stores != 3 || sqlites < 2 { // the two others' and installations.db
 		t.Errorf("after the purge: %d stores and %d SQLite files in store.dir, want the 2 other workspaces' (%v)", stores, sqlites, files)
 	}
 }

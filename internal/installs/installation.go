@@ -53,6 +53,12 @@ type Installation struct {
 	Discover      string   // conversation discovery mode, as config's
 	Paused        bool
 	AddedAt       time.Time
+	// FromConfig marks the rotating token pair of a workspace listed in the config
+	// file, kept here because each refresh spends the config's refresh token;
+	// SeededBy is the SHA-256 (hex) of the config's refresh token it started from, so
+	// that a new pair written in the config (a re-install) replaces it.
+	FromConfig bool
+	SeededBy   string
 	// Refresh is set while a refresh is in flight (write-ahead, see the package doc):
 	// found at start, it says a refresh may have been spent without its answer kept.
 	Refresh *PendingRefresh `json:",omitempty"`
@@ -112,6 +118,8 @@ type record struct {
 	Discover      string    `json:"discover,omitempty"`
 	Paused        bool      `json:"paused,omitempty"`
 	AddedAt       time.Time `json:"added_at,omitzero"`
+	FromConfig    bool      `json:"from_config,omitempty"`
+	SeededBy      string    `json:"seeded_by,omitempty"`
 	Refresh       *struct {
 		StartedAt time.Time `json:"started_at"`
 		Of        string    `json:"of"`
@@ -123,7 +131,7 @@ func encodeRecord(in Installation) ([]byte, error) {
 		TeamID: in.TeamID, EnterpriseID: in.EnterpriseID,
 		BotToken: string(in.BotToken), RefreshToken: string(in.RefreshToken),
 		ExpiresAt: in.ExpiresAt, Conversations: in.Conversations, Discover: in.Discover,
-		Paused: in.Paused, AddedAt: in.AddedAt,
+		Paused: in.Paused, AddedAt: in.AddedAt, FromConfig: in.FromConfig, SeededBy: in.SeededBy,
 	}
 	if in.Refresh != nil {
 		r.Refresh = &struct {
@@ -143,7 +151,7 @@ func decodeRecord(b []byte) (Installation, error) {
 		TeamID: r.TeamID, EnterpriseID: r.EnterpriseID,
 		BotToken: Secret(r.BotToken), RefreshToken: Secret(r.RefreshToken),
 		ExpiresAt: r.ExpiresAt, Conversations: r.Conversations, Discover: r.Discover,
-		Paused: r.Paused, AddedAt: r.AddedAt,
+		Paused: r.Paused, AddedAt: r.AddedAt, FromConfig: r.FromConfig, SeededBy: r.SeededBy,
 	}
 	if r.Refresh != nil {
 		in.Refresh = &PendingRefresh{StartedAt: r.Refresh.StartedAt, Of: Secret(r.Refresh.Of)}

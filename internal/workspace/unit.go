@@ -26,7 +26,7 @@ type Credentials interface {
 type Rotation interface {
 	Credentials
 	// Run refreshes before expiry until ctx ends.
-	Run(ctx context.Context)
+	Run(ctx context.Context) error
 	// Expired is called when a call met token_expired: refresh now, once. An error
 	// means the workspace cannot go on until it gets new tokens.
 	Expired(ctx context.Context) error
@@ -158,7 +158,11 @@ func (u *Unit) run(ctx context.Context) {
 	defer wg.Wait()
 	rot, rotating := u.spec.Credentials.(Rotation)
 	if rotating {
-		wg.Go(func() { rot.Run(ctx) })
+		wg.Go(func() {
+			if err := rot.Run(ctx); err != nil && ctx.Err() == nil {
+				u.log.Error("token rotation stopped", "err", err)
+			}
+		})
 	}
 	// A store that fails a transaction anywhere (a tick, a request, a delivery)
 	// stops this workspace only.
