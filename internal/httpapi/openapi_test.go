@@ -32,6 +32,7 @@ import (
 	"github.com/slackpoll/slackpoll/internal/metrics"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 	"github.com/slackpoll/slackpoll/internal/testsupport/readfixture"
+	"github.com/slackpoll/slackpoll/internal/workspace"
 )
 
 // The document in docs/ is the one the API serves, byte for byte.
@@ -418,6 +419,17 @@ func TestOpenAPIAnswersMatchTheDocument(t *testing.T) {
 		Now: f.Clock.Now, SpoolDir: filepath.Join(t.TempDir(), "missing")}))
 	t.Cleanup(noSpool.Close)
 
+	// The install API, over a daemon of many workspaces whose one workspace is the
+	// fixture's (its answers are the install API's; internal/cli's tests hold the
+	// real supervisor to them).
+	wsServe := func(fail bool) *httptest.Server {
+		srv := httptest.NewServer(New(Options{Token: apiToken, Logger: nil,
+			Workspaces: &fixtureWorkspaces{h: NewWorkspace(Options{Store: f.Store, Configured: f.Configured, Interval: readfixture.Interval, Now: f.Clock.Now}), fail: fail}}))
+		t.Cleanup(srv.Close)
+		return srv
+	}
+	ws, wsDown := wsServe(false), wsServe(true)
+
 	msg := "/v1/conversations/" + readfixture.General + "/messages/"
 	trackBody := fmt.Sprintf(`{"channel":%q,"ts":%q}`, readfixture.General, f.Plain)
 	// ok is a request answered 200 per operation: it also gives the 401, 403, 415
@@ -444,21 +456,25 @@ func TestOpenAPIAnswersMatchTheDocument(t *testing.T) {
 		"GET /healthz":                             {path: "/healthz"},
 		"GET /readyz":                              {path: "/readyz"},
 		"GET /metrics":                             {path: "/metrics"},
+		"GET /v1/workspaces":                       {path: "/v1/workspaces", server: ws},
+		"GET /v1/workspaces/{team_id}":             {path: "/v1/workspaces/T0FIXTURE", server: ws},
+		"PUT /v1/workspaces/{team_id}":             {path: "/v1/workspaces/T0FIXTURE", body: `{"bot_token":"xoxb-1","conversations":["C0GENERAL"]}`, server: ws},
+		"DELETE /v1/workspaces/{team_id}":          {path: "/v1/workspaces/T0FIXTURE", server: ws, want: 204},
 	}
 	var reqs []request
 	documented := docStatuses(served)
 	for o, statuses := range documented {
-		if strings.Contains(string(o), "/v1/workspaces") {
-			// Served by the daemon of many workspaces, over its supervisor:
-			// internal/cli's TestFleetAnswersMatchTheOpenAPIDocument checks them.
-			continue
-		}
 		base, ok := ok[o]
 		if !ok {
 			t.Fatalf("no request for %s: add one to ok", o)
 		}
 		base.method, _, _ = strings.Cut(string(o), " ")
-		base.server, base.want = api, 200
+		if base.server == nil {
+			base.server = api
+		}
+		if base.want == 0 {
+			base.want = 200
+		}
 		reqs = append(reqs, base)
 		for _, code := range statuses {
 			r := base
@@ -472,6 +488,9 @@ func TestOpenAPIAnswersMatchTheDocument(t *testing.T) {
 				r.contentType = "text/plain"
 			case 500:
 				r.server = down
+				if base.server == ws {
+					r.server = wsDown
+				}
 			default:
 				continue // the cases below
 			}
@@ -509,6 +528,19 @@ func TestOpenAPIAnswersMatchTheDocument(t *testing.T) {
 		get("/v1/search?q=%21%21%21", 400),
 		request{method: http.MethodGet, path: "/v1/search?q=deploy", server: noProjection, want: 503},
 		request{method: http.MethodPost, path: "/v1/projection/rebuild", body: `{}`, server: noProjection, want: 503},
+		request{method: http.MethodGet, path: "/v1/workspaces/T0NOWHERE", server: ws, want: 404},
+		request{method: http.MethodPut, path: "/v1/workspaces/T0NEW", body: `{"bot_token":"xoxb-1","discover":"member"}`, server: ws, want: 201},
+		request{method: http.MethodPut, path: "/v1/workspaces/t0lower", body: `{"bot_token":"xoxb-1"}`, server: ws, want: 400},
+		request{method: http.MethodPut, path: "/v1/workspaces/T0NEW", body: `{"token":"xoxb-1"}`, server: ws, want: 400},
+		request{method: http.MethodPut, path: "/v1/workspaces/T0CONFIG", body: `{"bot_token":"xoxb-1"}`, server: ws, want: 409},
+		request{method: http.MethodPut, path: "/v1/workspaces/T0NOKEY", body: `{"bot_token":"xoxb-1"}`, server: ws, want: 403},
+		request{method: http.MethodPut, path: "/v1/workspaces/T0INVALID", body: `{"bot_token":"xoxb-1"}`, server: ws, want: 422},
+		request{method: http.MethodPut, path: "/v1/workspaces/T0DOWN", body: `{"bot_token":"xoxb-1"}`, server: ws, want: 503},
+		request{method: http.MethodDelete, path: "/v1/workspaces/T0NOWHERE", server: ws, want: 404},
+		request{method: http.MethodDelete, path: "/v1/workspaces/T0FIXTURE?purge=maybe", server: ws, want: 400},
+		request{method: http.MethodDelete, path: "/v1/workspaces/T0CONFIG", server: ws, want: 409},
+		request{method: http.MethodDelete, path: "/v1/workspaces/T0INVALID", server: ws, want: 422},
+		request{method: http.MethodDelete, path: "/v1/workspaces/T0DOWN", server: ws, want: 503},
 	)
 
 	met := map[op]map[int]bool{}
@@ -520,9 +552,6 @@ func TestOpenAPIAnswersMatchTheDocument(t *testing.T) {
 		met[o][code] = true
 	}
 	for o, statuses := range documented {
-		if strings.Contains(string(o), "/v1/workspaces") {
-			continue // as above
-		}
 		for _, code := range statuses {
 			if !met[o][code] {
 				t.Errorf("%s: no request met the documented %d", o, code)
@@ -645,4 +674,58 @@ func TestOpenAPIChangeKindsAreTheModels(t *testing.T) {
 	if !slices.Equal(documented, model) {
 		t.Errorf("ChangeKind enum of the OpenAPI document = %v,\nreadmodel.ChangeKinds() = %v", documented, model)
 	}
+}
+
+// fixtureWorkspaces is a daemon of many workspaces as the API sees it, with one
+// workspace, T0FIXTURE, over the fixture's store; the team_ids T0CONFIG, T0NOKEY,
+// T0INVALID and T0DOWN get the install API's refusals, and fail makes every
+// registration fail as a broken disk would.
+type fixtureWorkspaces struct {
+	h    http.Handler
+	fail bool
+}
+
+func (w *fixtureWorkspaces) status(team string) workspace.Status {
+	return workspace.Status{TeamID: team, Source: workspace.SourceAPI, State: workspace.Active, Store: "/var/lib/slackpoll/" + team + ".db"}
+}
+
+func (w *fixtureWorkspaces) List() []workspace.Status { return []workspace.Status{w.status("T0FIXTURE")} }
+
+func (w *fixtureWorkspaces) Get(team string) (workspace.Status, bool) {
+	return w.status(team), team == "T0FIXTURE"
+}
+
+func (w *fixtureWorkspaces) Handler(team string) (http.Handler, bool) { return w.h, team == "T0FIXTURE" }
+
+func (w *fixtureWorkspaces) Only() (http.Handler, bool) { return w.h, true }
+
+func (w *fixtureWorkspaces) refusal(team string) error {
+	switch team {
+	case "T0CONFIG":
+		return &Refusal{Kind: RefuseConflict, Msg: "listed in the config file"}
+	case "T0NOKEY":
+		return &Refusal{Kind: RefuseNoKey, Msg: "no install key"}
+	case "T0INVALID":
+		return &Refusal{Kind: RefuseInvalid, Msg: "Slack rejected the token"}
+	case "T0DOWN":
+		return &Refusal{Kind: RefuseUnavailable, Msg: "Slack could not be asked"}
+	}
+	if w.fail {
+		return errStoreDown
+	}
+	return nil
+}
+
+func (w *fixtureWorkspaces) Put(_ context.Context, team string, _ PutWorkspace) (workspace.Status, bool, error) {
+	if err := w.refusal(team); err != nil {
+		return workspace.Status{}, false, err
+	}
+	return w.status(team), team != "T0FIXTURE", nil
+}
+
+func (w *fixtureWorkspaces) Delete(_ context.Context, team string, _ bool) (bool, error) {
+	if err := w.refusal(team); err != nil {
+		return false, err
+	}
+	return team == "T0FIXTURE", nil
 }
