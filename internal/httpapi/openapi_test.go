@@ -689,13 +689,17 @@ func (w *fixtureWorkspaces) status(team string) workspace.Status {
 	return workspace.Status{TeamID: team, Source: workspace.SourceAPI, State: workspace.Active, Store: "/var/lib/slackpoll/" + team + ".db"}
 }
 
-func (w *fixtureWorkspaces) List() []workspace.Status { return []workspace.Status{w.status("T0FIXTURE")} }
+func (w *fixtureWorkspaces) List() []workspace.Status {
+	return []workspace.Status{w.status("T0FIXTURE")}
+}
 
 func (w *fixtureWorkspaces) Get(team string) (workspace.Status, bool) {
 	return w.status(team), team == "T0FIXTURE"
 }
 
-func (w *fixtureWorkspaces) Handler(team string) (http.Handler, bool) { return w.h, team == "T0FIXTURE" }
+func (w *fixtureWorkspaces) Handler(team string) (http.Handler, bool) {
+	return w.h, team == "T0FIXTURE"
+}
 
 func (w *fixtureWorkspaces) Only() (http.Handler, bool) { return w.h, true }
 
