@@ -299,3 +299,59 @@ func scanBolt(t *testing.T, path string, needles [][]byte) {
 		t.Errorf("%s: no rows scanned", path)
 	}
 }
+
+// TestFleetRotatingTokenThroughRestarts registers a rotating token through the
+// install API with no expiry known: it is refreshed at once through
+// oauth.v2.access, the workspace polls with the new token, and a restarted daemon
+// goes on with the pair it kept sealed (the first refresh token is spent: using it
+// again would fail).
+func TestFleetRotatingTokenThroughRestarts(t *testing.T) {
+	fakes, apiURL := teamsFake(t, 1)
+	fake := fakes[0]
+	access, refresh, _ := fake.EnableRotation("1.2", "app-secret")
+	cfg, base, _ := fleetConfig(t, apiURL)
+	b, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	yaml := strings.Replace(string(b), "slack:\n", "slack:\n  client_id: \"1.2\"\n  client_secret: app-secret\n", 1)
+	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stop := runFleet(t, cfg)
+	waitFor(t, "the API", func() bool { code, _ := get(base+"/v1/workspaces", "api-tok"); return code == http.StatusOK })
+	body := fmt.Sprintf(`{"bot_token":%q,"refresh_token":%q,"discover":"member"}`, access, refresh)
+	if code, b := send(t, http.MethodPut, base+"/v1/workspaces/"+fake.TeamID(), body); code != http.StatusCreated {
+		t.Fatalf("PUT = %d %s, want 201", code, b)
+	}
+	ws := func() workspace.Status {
+		var st workspace.Status
+		_, b := get(base+"/v1/workspaces/"+fake.TeamID(), "api-tok")
+		_ = json.Unmarshal(b, &st)
+		return st
+	}
+	waitFor(t, "a refresh and a tick", func() bool {
+		return fake.Token() != access && ws().LastTick != nil
+	})
+	if st := ws(); st.State != workspace.Active || !st.Rotating {
+		t.Errorf("after the refresh: %+v, want active and rotating", st)
+	}
+	rotated := fake.Token()
+	if code, stderr := stop(); code != ExitOK {
+		t.Fatalf("run exited %d: %s", code, stderr)
+	} else if strings.Contains(stderr, rotated) || strings.Contains(stderr, refresh) || strings.Contains(stderr, access) {
+		t.Error("the log shows a token")
+	}
+
+	stop = runFleet(t, cfg)
+	defer stop()
+	waitFor(t, "the restarted daemon's tick", func() bool { return ws().LastTick != nil })
+	if st := ws(); st.State != workspace.Active || st.Source != workspace.SourceAPI {
+		t.Errorf("after a restart: %+v, want active (the kept pair works)", st)
+	}
+	// The kept pair expires in 12 hours: no refresh now. A daemon that had kept the
+	// first pair would refresh at once with its spent refresh token and fail.
+	if fake.Token() != rotated {
+		t.Error("the restarted daemon refreshed again instead of using the pair it kept")
+	}
+}
