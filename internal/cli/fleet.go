@@ -104,6 +104,7 @@ func cmdRunFleet(ctx context.Context, c *cmdCtx, cfg *config.Config) (err error)
 	defer stopHTTP()
 	f.log.Info("slackpoll started", "workspaces", len(specs), "store_dir", cfg.Store.Dir,
 		"interval", cfg.Tick.Interval, "rate_profile", cfg.Slack.RateProfile, "runtime_registration", f.inst != nil)
+	f.watchHangup(ctx, c)
 	<-ctx.Done()
 	stopHTTP() // before the stores close: requests in flight still read them
 	f.log.Info("slackpoll stopping", "workspaces", f.sup.Len())
@@ -236,7 +237,15 @@ func (f *fleet) serveHTTP() (stop func(), err error) {
 		Workspaces: f, Token: cfg.HTTP.Token.Reveal(), Metrics: f.metrics, Logger: f.log,
 		Listen: cfg.HTTP.Listen, AllowedHosts: cfg.HTTP.AllowedHosts,
 	})
-	return serveAPI(f.log, cfg.HTTP.Listen, cfg.HTTP.Token.IsSet(), h, nil)
+	// Long polls of every workspace's feed answer at shutdown, not when cut.
+	closeFeeds := func() {
+		for _, u := range f.sup.Units() {
+			if n := u.Notifier(); n != nil {
+				n.Close()
+			}
+		}
+	}
+	return serveAPI(f.log, cfg.HTTP.Listen, cfg.HTTP.Token.IsSet(), h, closeFeeds)
 }
 
 // List is httpapi.Workspaces's: every workspace's status.
@@ -287,4 +296,33 @@ func (f *fleet) handlerOf(u *workspace.Unit) (http.Handler, bool) {
 		})
 	})
 	return d.api, true
+}
+
+// watchHangup reloads log.level on every SIGHUP; the other settings, the listed
+// workspaces among them, take effect at a restart (the install API adds and removes
+// workspaces while the daemon runs).
+func (f *fleet) watchHangup(ctx context.Context, c *cmdCtx) {
+	if c.env.Hangup == nil {
+		return
+	}
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-c.env.Hangup:
+			}
+			next, err := c.loadConfig()
+			if err != nil {
+				f.log.Error("SIGHUP: config not reloaded; the daemon goes on with the config it started with", "err", err)
+				continue
+			}
+			f.level.Set(logLevel(next.Log.Level))
+			restart := restartOnly(f.cfg, next)
+			f.log.Info("SIGHUP: config reloaded", "config", next.File(), "applied", "log.level="+next.Log.Level)
+			if len(restart) > 0 {
+				f.log.Warn("SIGHUP: these settings changed in the file but take effect only at a restart (workspaces: the install API adds and removes them while the daemon runs)", "settings", strings.Join(restart, ", "))
+			}
+		}
+	}()
 }
