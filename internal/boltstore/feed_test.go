@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -57,4 +58,50 @@ func TestUndecodableChangeAndOutboxRowAreSkippedAndReported(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// A change is written without its workspace (a store is one workspace's), and every
+// read of it, from the feed or from an outbox row, says the store's team_id: one
+// webhook receives the changes of every workspace of a daemon.
+func TestChangesAndOutboxRowsCarryTheStoresTeam(t *testing.T) {
+	s := openTemp(t)
+	c := readmodel.Change{Version: readmodel.ChangeVersion, ID: readmodel.NewEventID(), Kind: readmodel.ChangeMessagePosted,
+		Channel: "C0GENERAL", TS: "1700000000.000100", ObservedAt: time.Now()}
+	err := s.Update(func(tx readmodel.Tx) error {
+		if err := tx.PutIdentity(readmodel.Identity{TeamID: "T0TEAMA", UserID: "U0BOT"}); err != nil {
+			return err
+		}
+		if err := tx.AppendChange(&c); err != nil {
+			return err
+		}
+		return tx.PutOutbox(readmodel.OutboxRow{Webhook: "app", Seq: c.Seq, Change: c, Enqueued: time.Now()})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.View(func(tx readmodel.Tx) error {
+		var n int
+		if err := tx.Changes(0, func(got readmodel.Change) error {
+			n++
+			if got.TeamID != "T0TEAMA" {
+				t.Errorf("feed change team_id = %q, want T0TEAMA", got.TeamID)
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		r, ok, err := tx.OutboxRow("app", c.Seq)
+		if err != nil || !ok || r.Change.TeamID != "T0TEAMA" {
+			t.Errorf("outbox row = %+v, %v, %v; want its change's team_id T0TEAMA", r.Change, ok, err)
+		}
+		return tx.Outbox("app", func(r readmodel.OutboxRow) error {
+			if r.Change.TeamID != "T0TEAMA" {
+				t.Errorf("outbox rows' change team_id = %q, want T0TEAMA", r.Change.TeamID)
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }

@@ -268,6 +268,7 @@ func (t *tx) Outbox(webhook string, fn func(readmodel.OutboxRow) error) error {
 // unchanged, so that a walk over every webhook stops too. An undecodable row is
 // skipped and reported, so that it stops neither its webhook's claims nor the status.
 func (t *tx) outboxRows(webhook string, b *bolt.Bucket, fn func(readmodel.OutboxRow) error) error {
+	team := t.teamID()
 	c := b.Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
 		if len(k) != 8 {
@@ -278,6 +279,7 @@ func (t *tx) outboxRows(webhook string, b *bolt.Bucket, fn func(readmodel.Outbox
 			t.addOutbox(webhook, k, err)
 			continue
 		}
+		r.Change.TeamID = team // as the feed's reads: a delivery says its workspace
 		if err := fn(r); err != nil {
 			return err
 		}
@@ -309,6 +311,7 @@ func (t *tx) outboxRow(webhook string, b *bolt.Bucket, seq uint64) (readmodel.Ou
 		t.addOutbox(webhook, seqKey(seq), err) // absent, as every read of it
 		return readmodel.OutboxRow{}, false, nil
 	}
+	r.Change.TeamID = t.teamID()
 	return r, true, nil
 }
 
