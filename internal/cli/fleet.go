@@ -72,6 +72,13 @@ func cmdRunFleet(ctx context.Context, c *cmdCtx, cfg *config.Config) (err error)
 	f.log = newLogger(f.level, cfg.Log.Format, c.env.Stderr)
 	f.metrics.SetTickConfig(cfg.Tick.Interval.D(), cfg.Tick.SoftDeadline.D())
 	f.metrics.SetWebhooks(webhookNames(cfg))
+	f.metrics.SetWorkspaces(func() map[string]int {
+		out := map[string]int{}
+		for _, st := range f.sup.Statuses() {
+			out[string(st.State)]++
+		}
+		return out
+	})
 	if f.inst, err = openInstallations(cfg, c.env.Getenv, f.log); err != nil {
 		return err
 	}

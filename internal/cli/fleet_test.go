@@ -101,6 +101,10 @@ func TestFleetARejectedWorkspaceLeavesTheOthers(t *testing.T) {
 	if code, b := get(base+"/v1/status", "api-tok"); code != http.StatusNotFound || !strings.Contains(string(b), "/v1/workspaces/{team_id}/status") {
 		t.Errorf("GET /v1/status with two workspaces = %d %s, want 404 pointing at /v1/workspaces/{team_id}/…", code, b)
 	}
+	if _, b := get(base+"/metrics", "api-tok"); !strings.Contains(string(b), `slackpoll_workspaces{state="token_rejected"} 1`) ||
+		!strings.Contains(string(b), `slackpoll_workspaces{state="active"} 1`) || strings.Contains(string(b), "T0REVOKED") {
+		t.Errorf("/metrics does not count the workspaces by state (without a team_id label):\n%s", b)
+	}
 	if code, _ := get(base+"/v1/workspaces", "wrong"); code != http.StatusUnauthorized {
 		t.Errorf("GET /v1/workspaces with a wrong token = %d, want 401", code)
 	}
