@@ -96,7 +96,11 @@ func (s *Supervisor) Start(spec Spec) (*Unit, error) {
 		return nil, errors.New("the daemon is stopping")
 	}
 	if old := s.units[spec.TeamID]; old != nil {
-		old.stop()
+		if err := old.stop(); err != nil {
+			// The replaced store's last sync: the new unit reopens the file, and the
+			// failure is the operator's to see.
+			old.log.Error("replacing the workspace: closing its store failed", "err", err)
+		}
 	}
 	u := s.open(spec)
 	s.units[spec.TeamID] = u
