@@ -21,6 +21,14 @@ import (
 func fleet(t *testing.T, n int, dir string) (*slackfake.Teams, []*slackfake.Server, *workspace.Supervisor) {
 	t.Helper()
 	teams := slackfake.NewTeams()
+	fakes := addTeams(t, teams, n)
+	_, _, sup := fleetWith(t, teams, dir, time.Hour, nil)
+	return teams, fakes, sup
+}
+
+// addTeams adds n generated fake workspaces T0W0… to teams.
+func addTeams(t *testing.T, teams *slackfake.Teams, n int) []*slackfake.Server {
+	t.Helper()
 	var fakes []*slackfake.Server
 	for i := range n {
 		s := slackfake.New(slackfake.Options{TeamID: fmt.Sprintf("T0W%d", i), Seed: int64(i)})
@@ -30,6 +38,13 @@ func fleet(t *testing.T, n int, dir string) (*slackfake.Teams, []*slackfake.Serv
 		}
 		fakes = append(fakes, s)
 	}
+	return fakes
+}
+
+// fleetWith is a Supervisor over teams in dir, ticking every interval, whose ticks
+// onTick sees.
+func fleetWith(t *testing.T, teams *slackfake.Teams, dir string, interval time.Duration, onTick func(*workspace.Unit, rm.TickSummary)) (*slackfake.Teams, []*slackfake.Server, *workspace.Supervisor) {
+	t.Helper()
 	rates := map[string]float64{}
 	for _, m := range slackapi.Methods {
 		rates[m] = 6000
@@ -38,14 +53,15 @@ func fleet(t *testing.T, n int, dir string) (*slackfake.Teams, []*slackfake.Serv
 		Dir:    dir,
 		Store:  boltstore.Options{NoSync: true},
 		Slack:  slackapi.Options{APIURL: "http://slack.fake/api/", HTTPClient: teams.Client(), Rates: rates, RequestTimeout: time.Hour},
-		Poller: poller.Config{Rates: rates, Interval: time.Hour, Budget: poller.Budget{HistoryCalls: 100, RepliesCalls: 100, UsersInfoCalls: 100, ReactionsCalls: 100}},
+		Poller: poller.Config{Rates: rates, Interval: interval, Budget: poller.Budget{HistoryCalls: 100, RepliesCalls: 100, UsersInfoCalls: 100, ReactionsCalls: 100}},
+		OnTick: onTick,
 	})
 	t.Cleanup(func() {
 		if err := sup.Close(); err != nil {
 			t.Error(err)
 		}
 	})
-	return teams, fakes, sup
+	return teams, nil, sup
 }
 
 func spec(f *slackfake.Server) workspace.Spec {
