@@ -309,27 +309,17 @@ func (f *fleet) handlerOf(u *workspace.Unit) (http.Handler, bool) {
 // workspaces among them, take effect at a restart (the install API adds and removes
 // workspaces while the daemon runs).
 func (f *fleet) watchHangup(ctx context.Context, c *cmdCtx) {
-	if c.env.Hangup == nil {
-		return
-	}
-	go func() {
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-c.env.Hangup:
-			}
-			next, err := c.loadConfig()
-			if err != nil {
-				f.log.Error("SIGHUP: config not reloaded; the daemon goes on with the config it started with", "err", err)
-				continue
-			}
-			f.level.Set(logLevel(next.Log.Level))
-			restart := restartOnly(f.cfg, next)
-			f.log.Info("SIGHUP: config reloaded", "config", next.File(), "applied", "log.level="+next.Log.Level)
-			if len(restart) > 0 {
-				f.log.Warn("SIGHUP: these settings changed in the file but take effect only at a restart (workspaces: the install API adds and removes them while the daemon runs)", "settings", strings.Join(restart, ", "))
-			}
+	onHangup(ctx, c, func() {
+		next, err := c.loadConfig()
+		if err != nil {
+			f.log.Error("SIGHUP: config not reloaded; the daemon goes on with the config it started with", "err", err)
+			return
 		}
-	}()
+		f.level.Set(logLevel(next.Log.Level))
+		restart := restartOnly(f.cfg, next)
+		f.log.Info("SIGHUP: config reloaded", "config", next.File(), "applied", "log.level="+next.Log.Level)
+		if len(restart) > 0 {
+			f.log.Warn("SIGHUP: these settings changed in the file but take effect only at a restart (workspaces: the install API adds and removes them while the daemon runs)", "settings", strings.Join(restart, ", "))
+		}
+	})
 }

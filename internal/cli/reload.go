@@ -32,6 +32,11 @@ func logLevel(s string) slog.Level {
 
 // watchHangup reloads the config on every SIGHUP (c.env.Hangup) until ctx ends.
 func (d *daemon) watchHangup(ctx context.Context, c *cmdCtx) {
+	onHangup(ctx, c, func() { d.reload(c) })
+}
+
+// onHangup calls reload on every SIGHUP (c.env.Hangup) until ctx ends.
+func onHangup(ctx context.Context, c *cmdCtx, reload func()) {
 	if c.env.Hangup == nil {
 		return
 	}
@@ -41,7 +46,7 @@ func (d *daemon) watchHangup(ctx context.Context, c *cmdCtx) {
 			case <-ctx.Done():
 				return
 			case <-c.env.Hangup:
-				d.reload(c)
+				reload()
 			}
 		}
 	}()

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/slackpoll/slackpoll/internal/ctxsleep"
 	"github.com/slackpoll/slackpoll/internal/slackapi"
 )
 
@@ -220,7 +221,7 @@ func (r *Rotator) Run(ctx context.Context) error {
 			wait = oe.RetryAfter
 		}
 		r.log.Warn("token refresh failed; retrying", "team_id", r.team, "error", err, "wait", wait)
-		_ = sleep(ctx, wait)
+		_ = ctxsleep.Sleep(ctx, wait)
 	}
 	for ctx.Err() == nil {
 		if r.isFailed() {
@@ -236,7 +237,7 @@ func (r *Rotator) Run(ctx context.Context) error {
 		now := r.now()
 		if due := r.refreshDue(now); due.After(now) {
 			// Woken early or late, the loop looks again: Expired may have refreshed.
-			_ = sleep(ctx, due.Sub(now))
+			_ = ctxsleep.Sleep(ctx, due.Sub(now))
 			continue
 		}
 		r.refreshMu.Lock()
@@ -379,19 +380,4 @@ func (r *Rotator) refreshFailed(err error, expiresAt time.Time, recovering bool)
 	r.mu.Unlock()
 	r.log.Error("token refresh failed", "team_id", r.team, "code", oe.Code, "expires_at", expiresAt)
 	return fmt.Errorf("installation %s: %s", r.team, reason)
-}
-
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
