@@ -276,6 +276,17 @@ func (f *fleet) Handler(teamID string) (http.Handler, bool) {
 	return f.handlerOf(u)
 }
 
+// Feeds is httpapi.Workspaces's: the feeds of the workspaces whose store is open.
+func (f *fleet) Feeds() []httpapi.Feed {
+	var out []httpapi.Feed
+	for _, u := range f.sup.Units() {
+		if d := f.daemonOf(u); d != nil {
+			out = append(out, httpapi.Feed{TeamID: u.TeamID(), Store: d.store})
+		}
+	}
+	return out
+}
+
 // Only is httpapi.Workspaces's.
 func (f *fleet) Only() (http.Handler, bool) {
 	u, ok := f.sup.Only()

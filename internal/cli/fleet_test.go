@@ -220,6 +220,39 @@ func TestFleetPurgeLeavesNothingOfTheTeam(t *testing.T) {
 		_, b := get(base+"/v1/workspaces/"+purged.TeamID()+"/v1/outbox?webhook=app", "api-tok")
 		return strings.Contains(string(b), `"seq"`)
 	})
+	// The feed of all workspaces, followed page by page, gives each workspace's
+	// changes, in its seq order, with its team_id.
+	perTeam := map[string]uint64{}
+	for cursor, pages := "", 0; ; pages++ {
+		code, b := get(base+"/v1/workspaces/changes?limit=7&cursor="+cursor, "api-tok")
+		var p struct {
+			Items []struct {
+				Seq    uint64 `json:"seq"`
+				TeamID string `json:"team_id"`
+			} `json:"items"`
+			NextCursor string `json:"next_cursor"`
+		}
+		if code != http.StatusOK || json.Unmarshal(b, &p) != nil || pages > 500 {
+			t.Fatalf("GET /v1/workspaces/changes = %d %s", code, b)
+		}
+		if len(p.Items) == 0 {
+			break
+		}
+		for _, c := range p.Items {
+			if c.Seq <= perTeam[c.TeamID] {
+				t.Fatalf("workspace %s: seq %d after %d", c.TeamID, c.Seq, perTeam[c.TeamID])
+			}
+			perTeam[c.TeamID] = c.Seq
+		}
+		cursor = p.NextCursor
+	}
+	for _, f := range fakes {
+		_, b := get(base+"/v1/workspaces/"+f.TeamID()+"/v1/changes?limit=1", "api-tok")
+		var one struct{ Last uint64 }
+		if err := json.Unmarshal(b, &one); err != nil || one.Last == 0 || perTeam[f.TeamID()] != one.Last {
+			t.Errorf("workspace %s: the feed of all workspaces reached seq %d, its own feed's last is %d", f.TeamID(), perTeam[f.TeamID()], one.Last)
+		}
+	}
 	if code, b := send(t, http.MethodDelete, base+"/v1/workspaces/"+purged.TeamID()+"?purge=true", ""); code != http.StatusNoContent {
 		t.Fatalf("DELETE ?purge=true = %d %s, want 204", code, b)
 	}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -424,7 +425,7 @@ func TestOpenAPIAnswersMatchTheDocument(t *testing.T) {
 	// real supervisor to them).
 	wsServe := func(fail bool) *httptest.Server {
 		srv := httptest.NewServer(New(Options{Token: apiToken, Logger: nil,
-			Workspaces: &fixtureWorkspaces{h: NewWorkspace(Options{Store: f.Store, Configured: f.Configured, Interval: readfixture.Interval, Now: f.Clock.Now}), fail: fail}}))
+			Workspaces: &fixtureWorkspaces{h: NewWorkspace(Options{Store: f.Store, Configured: f.Configured, Interval: readfixture.Interval, Now: f.Clock.Now}), store: f.Store, fail: fail}}))
 		t.Cleanup(srv.Close)
 		return srv
 	}
@@ -458,6 +459,7 @@ func TestOpenAPIAnswersMatchTheDocument(t *testing.T) {
 		"GET /metrics":                             {path: "/metrics"},
 		"GET /v1/workspaces":                       {path: "/v1/workspaces", server: ws},
 		"GET /v1/workspaces/{team_id}":             {path: "/v1/workspaces/T0FIXTURE", server: ws},
+		"GET /v1/workspaces/changes":               {path: "/v1/workspaces/changes?limit=10&cursor=" + allCursor(seqs[1]-1), server: ws},
 		"PUT /v1/workspaces/{team_id}":             {path: "/v1/workspaces/T0FIXTURE", body: `{"bot_token":"xoxb-1","conversations":["C0GENERAL"]}`, server: ws},
 		"DELETE /v1/workspaces/{team_id}":          {path: "/v1/workspaces/T0FIXTURE", server: ws, want: 204},
 	}
@@ -529,6 +531,9 @@ func TestOpenAPIAnswersMatchTheDocument(t *testing.T) {
 		request{method: http.MethodGet, path: "/v1/search?q=deploy", server: noProjection, want: 503},
 		request{method: http.MethodPost, path: "/v1/projection/rebuild", body: `{}`, server: noProjection, want: 503},
 		request{method: http.MethodGet, path: "/v1/workspaces/T0NOWHERE", server: ws, want: 404},
+		request{method: http.MethodGet, path: "/v1/workspaces/changes?cursor=not-a-cursor", server: ws, want: 400},
+		request{method: http.MethodGet, path: "/v1/workspaces/changes?limit=0", server: ws, want: 400},
+		request{method: http.MethodGet, path: "/v1/workspaces/changes", server: ws, want: 410},
 		request{method: http.MethodPut, path: "/v1/workspaces/T0NEW", body: `{"bot_token":"xoxb-1","discover":"member"}`, server: ws, want: 201},
 		request{method: http.MethodPut, path: "/v1/workspaces/t0lower", body: `{"bot_token":"xoxb-1"}`, server: ws, want: 400},
 		request{method: http.MethodPut, path: "/v1/workspaces/T0NEW", body: `{"token":"xoxb-1"}`, server: ws, want: 400},
@@ -681,8 +686,9 @@ func TestOpenAPIChangeKindsAreTheModels(t *testing.T) {
 // T0INVALID and T0DOWN get the install API's refusals, and fail makes every
 // registration fail as a broken disk would.
 type fixtureWorkspaces struct {
-	h    http.Handler
-	fail bool
+	h     http.Handler
+	store rm.Store
+	fail  bool
 }
 
 func (w *fixtureWorkspaces) status(team string) workspace.Status {
@@ -702,6 +708,13 @@ func (w *fixtureWorkspaces) Handler(team string) (http.Handler, bool) {
 }
 
 func (w *fixtureWorkspaces) Only() (http.Handler, bool) { return w.h, true }
+
+func (w *fixtureWorkspaces) Feeds() []Feed {
+	if w.fail {
+		return []Feed{{TeamID: "T0FIXTURE", Store: failingStore{w.store}}}
+	}
+	return []Feed{{TeamID: "T0FIXTURE", Store: w.store}}
+}
 
 func (w *fixtureWorkspaces) refusal(team string) error {
 	switch team {
@@ -732,4 +745,11 @@ func (w *fixtureWorkspaces) Delete(_ context.Context, team string, _ bool) (bool
 		return false, err
 	}
 	return team == "T0FIXTURE", nil
+}
+
+// allCursor is the cursor of GET /v1/workspaces/changes that goes on after seq in
+// the fixture's workspace.
+func allCursor(seq uint64) string {
+	raw, _ := json.Marshal(map[string]uint64{"T0FIXTURE": seq})
+	return base64.RawURLEncoding.EncodeToString(raw)
 }

@@ -2,11 +2,14 @@ package httpapi
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
 
+	"github.com/slackpoll/slackpoll/internal/changefeed"
+	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 	"github.com/slackpoll/slackpoll/internal/workspace"
 )
 
@@ -31,6 +34,15 @@ type Workspaces interface {
 	// Delete stops a workspace and forgets its registration; purge also removes its
 	// store (messages, change feed, outbox). False when none has that team_id.
 	Delete(ctx context.Context, teamID string, purge bool) (bool, error)
+	// Feeds are the change feeds of the workspaces whose store is open, by team_id:
+	// what GET /v1/workspaces/changes merges.
+	Feeds() []Feed
+}
+
+// Feed is one workspace's change feed.
+type Feed struct {
+	TeamID string
+	Store  rm.Store
 }
 
 // PutWorkspace is the body of PUT /v1/workspaces/{team_id}: what an app's OAuth
@@ -95,6 +107,7 @@ type wsAPI struct{ ws Workspaces }
 // routes registers the install API's routes (openapi.yaml documents each).
 func (a *wsAPI) routes(mux router) {
 	mux.HandleFunc("GET /v1/workspaces", a.wsList)
+	mux.HandleFunc("GET /v1/workspaces/changes", a.wsChanges)
 	mux.HandleFunc("GET /v1/workspaces/{team_id}", a.wsGet)
 	mux.HandleFunc("PUT /v1/workspaces/{team_id}", a.wsPut)
 	mux.HandleFunc("DELETE /v1/workspaces/{team_id}", a.wsDelete)
@@ -164,6 +177,60 @@ func (a *wsAPI) wsDelete(w http.ResponseWriter, r *http.Request) {
 	default:
 		w.WriteHeader(http.StatusNoContent)
 	}
+}
+
+// WorkspacesChangePage is a page of every workspace's changes (GET
+// /v1/workspaces/changes): each workspace's in seq order, the workspaces one after
+// the other; NextCursor is passed back as cursor, unchanged.
+type WorkspacesChangePage struct {
+	Changes    []rm.Change `json:"items"`
+	NextCursor string      `json:"next_cursor"`
+}
+
+// wsChanges answers a page of every workspace's changes after the cursor, which
+// says how far each workspace's feed was read (a workspace it does not name is read
+// from its start). Each workspace gets a share of the limit, so that a busy one does
+// not hold back the others; a workspace's changes keep their order.
+func (a *wsAPI) wsChanges(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	limit, err := uintParam(q.Get("limit"), defaultChangesLimit)
+	if err != nil || limit < 1 || limit > maxChangesLimit {
+		writeError(w, http.StatusBadRequest, "limit=%q: want a whole number from 1 to %d", q.Get("limit"), maxChangesLimit)
+		return
+	}
+	cursor := map[string]uint64{}
+	if c := q.Get("cursor"); c != "" {
+		raw, err := base64.RawURLEncoding.DecodeString(c)
+		if err != nil || json.Unmarshal(raw, &cursor) != nil {
+			writeError(w, http.StatusBadRequest, "cursor=%.40q: pass next_cursor of the previous answer unchanged", c)
+			return
+		}
+	}
+	feeds := a.ws.Feeds()
+	share := max(1, int(limit)/max(1, len(feeds)))
+	page := WorkspacesChangePage{Changes: []rm.Change{}}
+	for _, f := range feeds {
+		var p changefeed.Page
+		err := f.Store.View(func(tx rm.Tx) error {
+			var err error
+			p, err = changefeed.Read(tx, cursor[f.TeamID], share, rm.ChangeFilter{})
+			return err
+		})
+		var gone *changefeed.GoneError
+		switch {
+		case errors.As(err, &gone):
+			writeError(w, http.StatusGone, "workspace %s: %v (read it again from GET /v1/workspaces/%s/v1/export, then follow from its oldest seq)", f.TeamID, err, f.TeamID)
+			return
+		case err != nil:
+			writeError(w, http.StatusInternalServerError, "reading workspace %s's feed: %v", f.TeamID, err)
+			return
+		}
+		page.Changes = append(page.Changes, p.Changes...)
+		cursor[f.TeamID] = p.Next
+	}
+	raw, _ := json.Marshal(cursor) // a map of strings to numbers always encodes
+	page.NextCursor = base64.RawURLEncoding.EncodeToString(raw)
+	writeJSON(w, http.StatusOK, page)
 }
 
 // newWorkspacesMux routes the daemon of many workspaces: the install API, each
