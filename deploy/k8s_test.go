@@ -153,7 +153,6 @@ func podConfig(t *testing.T, text string) *config.Config {
 	return cfg
 }
 
-
 func envOf(c k8sContainer, name string) (k8sEnv, bool) {
 	i := slices.IndexFunc(c.Env, func(e k8sEnv) bool { return e.Name == name })
 	if i < 0 {
