@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/slack-go/slack"
@@ -21,8 +22,14 @@ var retryBackoff = []time.Duration{1 * time.Second, 2 * time.Second, 4 * time.Se
 // Client is a paced, classifying Slack Web API client implementing readmodel.Source.
 // It is safe for concurrent use; calls of one method are serialised by its limiter.
 type Client struct {
-	api     *slack.Client
-	token   string
+	// token gives the token of the next attempt: Options.Token, or
+	// Options.TokenSource for a rotating token.
+	token    func() string
+	slackOpt []slack.Option
+	// api is the slack-go client of the last token seen; a new token builds a new
+	// one (a struct, no connection) while the pacers, which hold all the state that
+	// matters, stay.
+	api     atomic.Pointer[tokenAPI]
 	timeout time.Duration
 	pacers  map[string]*pacer
 	log     *slog.Logger
@@ -33,14 +40,30 @@ type Client struct {
 
 var _ readmodel.Source = (*Client)(nil)
 
-// New builds a Client. It fails when the token is empty, the API URL is not an
+// tokenAPI is a slack-go client and the token it sends.
+type tokenAPI struct {
+	token string
+	api   *slack.Client
+}
+
+// New builds a Client. It fails when neither or both of Token and TokenSource are
+// set, the token is empty, the API URL is not an
 // absolute http(s) URL, a rate is unknown or not positive, or the PacingStore cannot
 // load a method's state. It restores the persisted pacing state of every method, so
 // no call is made before a method's LastCall + spacing nor before its NotBefore.
 // New makes no request.
 func New(opts Options) (*Client, error) {
-	if opts.Token == "" {
+	var token func() string
+	switch {
+	case opts.Token != "" && opts.TokenSource != nil:
+		return nil, errors.New("slack options: both Token and TokenSource are set: want exactly one")
+	case opts.TokenSource != nil:
+		token = opts.TokenSource
+	case opts.Token == "":
 		return nil, errors.New("slack token is empty: set slack.token (default ${SLACK_BOT_TOKEN})")
+	default:
+		static := opts.Token
+		token = func() string { return static }
 	}
 	apiURL, err := normalizeAPIURL(opts.APIURL)
 	if err != nil {
@@ -71,14 +94,14 @@ func New(opts Options) (*Client, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	c := &Client{
+		token: token,
 		// No OptionRetry: it would sleep inside Do, out of sight of our limiters.
-		api:     slack.New(opts.Token, slack.OptionAPIURL(apiURL), slack.OptionHTTPClient(captureDoer{client: hc})),
-		token:   opts.Token,
-		timeout: timeout,
-		pacers:  make(map[string]*pacer, len(rates)),
-		log:     log,
-		onCall:  opts.OnCall,
-		onSkew:  opts.OnClockSkew,
+		slackOpt: []slack.Option{slack.OptionAPIURL(apiURL), slack.OptionHTTPClient(captureDoer{client: hc})},
+		timeout:  timeout,
+		pacers:   make(map[string]*pacer, len(rates)),
+		log:      log,
+		onCall:   opts.OnCall,
+		onSkew:   opts.OnClockSkew,
 	}
 	for _, m := range Methods {
 		p, err := newPacer(m, rates[m], opts.Pacing, log, c.slackSkew)
@@ -99,10 +122,27 @@ func (c *Client) Spacing(method string) time.Duration {
 	return 0
 }
 
-// attemptFunc performs one HTTP attempt of a call with the attempt's ctx (which
-// carries the capture c and the per-attempt timeout) and stores its result in the
-// caller's variables.
-type attemptFunc func(ctx context.Context, c *capture) error
+// attemptFunc performs one HTTP attempt of a call through api (which sends the
+// token current at that attempt) with the attempt's ctx (which carries the capture c
+// and the per-attempt timeout) and stores its result in the caller's variables.
+type attemptFunc func(ctx context.Context, api *slack.Client, c *capture) error
+
+// errEmptyToken is the cause of the not_authed error of an attempt whose
+// TokenSource gave "": no request is sent without a token.
+var errEmptyToken = errors.New("the token source gave an empty token")
+
+// current returns the slack-go client for the token of this moment, building one
+// when the token changed since the last call (a rotation). Concurrent callers may
+// both build one; either is right.
+func (c *Client) current() *tokenAPI {
+	tok := c.token()
+	if t := c.api.Load(); t != nil && t.token == tok {
+		return t
+	}
+	t := &tokenAPI{token: tok, api: slack.New(tok, c.slackOpt...)}
+	c.api.Store(t)
+	return t
+}
 
 // call runs one Source call: wait for the method's pacer, attempt, then on a rate
 // limit wait Retry-After (+ margin) and repeat the same request, on a transient
@@ -123,7 +163,12 @@ func (c *Client) call(ctx context.Context, method string, attempt attemptFunc) e
 		actx, cancel := context.WithTimeout(withCapture(ctx, cp), c.timeout)
 		start := time.Now()
 		cp.sent = start
-		err = attempt(actx, cp)
+		api := c.current()
+		if api.token == "" {
+			err = slack.SlackErrorResponse{Err: "not_authed", ResponseMetadata: slack.ResponseMetadata{Messages: []string{errEmptyToken.Error()}}}
+		} else {
+			err = attempt(actx, api.api, cp)
+		}
 		if err == nil && cp.got && !envelopeOK(cp.body) {
 			// slack-go's SlackResponse.Err() is nil for "ok": false without an error
 			// code, and the call would pass for an empty answer: an empty reply set
@@ -162,7 +207,7 @@ func (c *Client) call(ctx context.Context, method string, attempt attemptFunc) e
 			backoff = 0
 			continue
 		}
-		ae, retry := classify(method, err, c.token)
+		ae, retry := classify(method, err, api.token)
 		if retry && retries < len(retryBackoff) {
 			backoff = retryBackoff[retries]
 			retries++

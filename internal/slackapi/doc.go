@@ -11,7 +11,11 @@
 //   - classification of every failure into *readmodel.APIError (errors.go);
 //   - capture of the raw response body so that one undecodable message does not lose
 //     the whole history/replies page (capture.go, decode.go);
-//   - conversion of slack-go types into the domain model (convert.go).
+//   - conversion of slack-go types into the domain model (convert.go);
+//   - rotating tokens: Options.TokenSource gives each attempt the token of that moment
+//     (the pacers stay), RefreshToken exchanges a refresh token through oauth.v2.access,
+//     and TokenError tells token_expired (refresh) from a revoked token (oauth.go,
+//     errors.go).
 //
 // The token is sent by slack-go as a form field and never appears in an error or a log
 // line produced here.

@@ -127,3 +127,32 @@ func redact(err error, token string) error {
 	}
 	return errors.New(strings.ReplaceAll(err.Error(), token, "[token]"))
 }
+
+// Slack's codes for a token it refuses. TokenError tells them apart: an expired token
+// of a rotating installation is refreshed, the others are not.
+const (
+	CodeTokenExpired    = "token_expired"    // a rotating token past its expires_in: refresh
+	CodeInvalidAuth     = "invalid_auth"     // unknown token: most likely uninstalled
+	CodeTokenRevoked    = "token_revoked"    // revoked (auth.revoke, uninstall)
+	CodeAccountInactive = "account_inactive" // the bot user or workspace is deactivated
+	CodeNotAuthed       = "not_authed"       // no token sent
+)
+
+// TokenError reports whether err is a refused token (readmodel.ClassToken) and
+// Slack's code for it: CodeTokenExpired means "refresh and call again"; every other
+// code (CodeInvalidAuth, CodeTokenRevoked, CodeAccountInactive, CodeNotAuthed) means
+// no refresh will help. ok is false for any other error.
+func TokenError(err error) (code string, ok bool) {
+	var ae *readmodel.APIError
+	if !errors.As(err, &ae) || ae.Class != readmodel.ClassToken {
+		return "", false
+	}
+	return ae.Code, true
+}
+
+// IsTokenExpired reports whether err is Slack's token_expired: the access token of
+// a rotating installation outlived its expires_in.
+func IsTokenExpired(err error) bool {
+	code, ok := TokenError(err)
+	return ok && code == CodeTokenExpired
+}

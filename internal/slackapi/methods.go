@@ -22,8 +22,8 @@ const memberListLimit = 200
 // CheckAt is the time of the answer (UTC).
 func (c *Client) AuthTest(ctx context.Context) (readmodel.Identity, error) {
 	var id readmodel.Identity
-	err := c.call(ctx, readmodel.MethodAuthTest, func(ctx context.Context, _ *capture) error {
-		resp, err := c.api.AuthTestContext(ctx)
+	err := c.call(ctx, readmodel.MethodAuthTest, func(ctx context.Context, api *slack.Client, _ *capture) error {
+		resp, err := api.AuthTestContext(ctx)
 		if err != nil {
 			return err
 		}
@@ -60,8 +60,8 @@ func (c *Client) ConversationInfo(ctx context.Context, channel string) (readmode
 		return readmodel.ConversationInfo{}, errors.New("conversations.info: empty channel ID")
 	}
 	var info readmodel.ConversationInfo
-	err := c.call(ctx, readmodel.MethodConversationInfo, func(ctx context.Context, _ *capture) error {
-		ch, err := c.api.GetConversationInfoContext(ctx, &slack.GetConversationInfoInput{ChannelID: channel})
+	err := c.call(ctx, readmodel.MethodConversationInfo, func(ctx context.Context, api *slack.Client, _ *capture) error {
+		ch, err := api.GetConversationInfoContext(ctx, &slack.GetConversationInfoInput{ChannelID: channel})
 		if err != nil {
 			return err
 		}
@@ -92,8 +92,8 @@ func (c *Client) History(ctx context.Context, req readmodel.HistoryRequest) (rea
 		Limit:     req.Limit,
 	}
 	var page readmodel.Page
-	err := c.call(ctx, readmodel.MethodHistory, func(ctx context.Context, cp *capture) error {
-		resp, err := c.api.GetConversationHistoryContext(ctx, params)
+	err := c.call(ctx, readmodel.MethodHistory, func(ctx context.Context, api *slack.Client, cp *capture) error {
+		resp, err := api.GetConversationHistoryContext(ctx, params)
 		if err != nil {
 			return c.salvage(readmodel.MethodHistory, req.Channel, err, cp, &page)
 		}
@@ -118,8 +118,8 @@ func (c *Client) Replies(ctx context.Context, req readmodel.RepliesRequest) (rea
 		Limit:     req.Limit,
 	}
 	var page readmodel.Page
-	err := c.call(ctx, readmodel.MethodReplies, func(ctx context.Context, cp *capture) error {
-		msgs, _, next, err := c.api.GetConversationRepliesContext(ctx, params)
+	err := c.call(ctx, readmodel.MethodReplies, func(ctx context.Context, api *slack.Client, cp *capture) error {
+		msgs, _, next, err := api.GetConversationRepliesContext(ctx, params)
 		if err != nil {
 			return c.salvage(readmodel.MethodReplies, req.Channel, err, cp, &page)
 		}
@@ -154,8 +154,8 @@ func (c *Client) salvage(method, channel string, err error, cp *capture, page *r
 // DisplayName is profile.display_name; RealName is profile.real_name, else real_name.
 func (c *Client) UserInfo(ctx context.Context, id string) (readmodel.User, error) {
 	var user readmodel.User
-	err := c.call(ctx, readmodel.MethodUsersInfo, func(ctx context.Context, _ *capture) error {
-		u, err := c.api.GetUserInfoContext(ctx, id)
+	err := c.call(ctx, readmodel.MethodUsersInfo, func(ctx context.Context, api *slack.Client, _ *capture) error {
+		u, err := api.GetUserInfoContext(ctx, id)
 		var ser slack.SlackErrorResponse
 		if errors.As(err, &ser) && (ser.Err == "user_not_found" || ser.Err == "user_not_visible") {
 			user = readmodel.User{ID: id, LookupError: ser.Err, FetchedAt: time.Now().UTC()}
@@ -207,8 +207,8 @@ func (c *Client) MemberConversations(ctx context.Context, types []string, cursor
 		out  []readmodel.ConversationInfo
 		next string
 	)
-	err := c.call(ctx, readmodel.MethodUsersConversations, func(ctx context.Context, _ *capture) error {
-		chs, nc, err := c.api.GetConversationsForUserContext(ctx, params)
+	err := c.call(ctx, readmodel.MethodUsersConversations, func(ctx context.Context, api *slack.Client, _ *capture) error {
+		chs, nc, err := api.GetConversationsForUserContext(ctx, params)
 		if err != nil {
 			return err
 		}
@@ -231,8 +231,8 @@ func (c *Client) MemberConversations(ctx context.Context, types []string, cursor
 // (ClassItem); an answer without a message, or with an undecodable one, is malformed.
 func (c *Client) ReactionsGet(ctx context.Context, ref readmodel.Ref) (readmodel.Message, error) {
 	var out readmodel.Message
-	err := c.call(ctx, readmodel.MethodReactionsGet, func(ctx context.Context, cp *capture) error {
-		item, err := c.api.GetReactionsContext(ctx, slack.ItemRef{Channel: ref.Channel, Timestamp: string(ref.TS)}, slack.GetReactionsParameters{Full: true})
+	err := c.call(ctx, readmodel.MethodReactionsGet, func(ctx context.Context, api *slack.Client, cp *capture) error {
+		item, err := api.GetReactionsContext(ctx, slack.ItemRef{Channel: ref.Channel, Timestamp: string(ref.TS)}, slack.GetReactionsParameters{Full: true})
 		if err != nil {
 			if !salvageable(err, cp) {
 				return err

@@ -22,7 +22,14 @@ const DefaultRequestTimeout = 30 * time.Second
 // Options configures New.
 type Options struct {
 	// Token is the bot token (xoxb-…). It is never logged nor put in an error.
+	// Exactly one of Token and TokenSource is set.
 	Token string
+	// TokenSource, instead of Token, gives the token of each HTTP attempt: a rotated
+	// token is sent from the next attempt on, without a new Client, and the pacing
+	// state (limiters, Retry-After gates) carries on untouched. It is called once
+	// per attempt, so it must be cheap and goroutine-safe (installs.Rotator.Token).
+	// An empty answer fails the attempt as not_authed (ClassToken) without a request.
+	TokenSource func() string
 	// APIURL is the Web API base URL, e.g. "https://slack.com/api/" (the default when
 	// empty). A missing trailing "/" is added; a URL that is not absolute http(s) is
 	// rejected.
