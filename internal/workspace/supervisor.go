@@ -132,7 +132,7 @@ func (s *Supervisor) open(spec Spec) *Unit {
 	}
 	u.store, u.model, u.feed = store, projection.Watch(store), &changefeed.Notifier{}
 	sc := s.opts.Slack
-	sc.Token, sc.Pacing, sc.Logger = spec.Credentials.Token(), slackapi.StorePacing(store), log
+	sc.TokenSource, sc.Pacing, sc.Logger = spec.Credentials.Token, slackapi.StorePacing(store), log
 	if src, err := slackapi.New(sc); err != nil {
 		u.state, u.reason = Damaged, fmt.Sprintf("building the Slack client: %v", err)
 		_ = store.Close() // the configuration error is the one to report
