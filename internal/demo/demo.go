@@ -16,7 +16,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/slackpoll/slackpoll/internal/boltstore"
@@ -301,12 +300,6 @@ func trackOlder(store rm.Store, truth slackfake.Truth, before time.Time, n int) 
 		count++
 	}
 	return count, nil
-}
-
-func currentTicks(mu *sync.Mutex, r *Result) int {
-	mu.Lock()
-	defer mu.Unlock()
-	return r.Ticks
 }
 
 // oldestPolled returns the RotatedAt of the least recently refreshed tracked message

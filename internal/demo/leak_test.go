@@ -73,4 +73,3 @@ func TestStoreOfAnotherTeamDiffers(t *testing.T) {
 		}
 	})
 }
-
