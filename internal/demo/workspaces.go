@@ -296,7 +296,18 @@ func RunWorkspaces(ctx context.Context, o Options) (Fleet, error) {
 		if m.res.Revoked {
 			continue
 		}
-		wg.Go(func() { errs[i] = m.observe(ctx, &o) })
+		wg.Go(func() {
+			if errs[i] = m.observe(ctx, &o); errs[i] != nil {
+				return
+			}
+			// Observed to the end: its state now, then it stops polling, so that the
+			// slowest workspace's wait costs only its own ticks.
+			st := m.unit.Status()
+			m.res.State, m.res.Reason = st.State, st.Reason
+			if _, err := sup.Stop(m.res.TeamID); err != nil {
+				errs[i] = err
+			}
+		})
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
@@ -313,8 +324,10 @@ func RunWorkspaces(ctx context.Context, o Options) (Fleet, error) {
 	}
 	f := Fleet{Workspaces: make([]WorkspaceResult, n)}
 	for i, m := range members {
-		st := m.unit.Status()
-		m.res.State, m.res.Reason = st.State, st.Reason
+		if m.res.Revoked {
+			st := m.unit.Status()
+			m.res.State, m.res.Reason = st.State, st.Reason
+		}
 		m.res.Requests = m.fake.Requests()
 		for _, r := range m.res.Requests {
 			if r.Method == "oauth.v2.access" && r.Status == http.StatusOK && r.Error == "" {
