@@ -225,7 +225,7 @@ func Diff(model, truth Lines, since rm.TS) Report {
 }
 
 // referencedUsers is the set of user IDs msgs reference: authors, reply authors and
-// reaction users.
+// reaction users of the messages Slack still shows.
 func referencedUsers(msgs []export.MessageLine) map[string]bool {
 	seen := map[string]bool{}
 	reactions := func(rs []rm.Reaction) {
@@ -236,8 +236,12 @@ func referencedUsers(msgs []export.MessageLine) map[string]bool {
 		}
 	}
 	for _, m := range msgs {
-		seen[m.User] = true
-		reactions(m.Reactions)
+		// A message gone from Slack (kept as deleted or missing) references no one
+		// the truth lists: Slack no longer shows it.
+		if !m.Deleted && m.MissingSince == nil {
+			seen[m.User] = true
+			reactions(m.Reactions)
+		}
 		for _, r := range m.Replies {
 			seen[r.User] = true
 			reactions(r.Reactions)
