@@ -48,7 +48,8 @@ Usage:
                                           full-text search of the SQL projection, newest first
   slackpoll projection rebuild|verify [--config F]
                                           rebuild the SQL projection, or compare it with the store
-  slackpoll demo   [--duration D] [--seed N] [--postgres DSN] runs against a built-in simulated workspace
+  slackpoll demo   [--duration D] [--seed N] [--postgres DSN] [--workspaces N]
+                                          runs against built-in simulated workspaces
   slackpoll demo   --listen ADDR [--api ADDR] [--dir D]
                                           serves a changing simulated workspace to poll with run
   slackpoll mcp    [--config F] [--print-config CLIENT [--transport stdio|http]]
@@ -165,9 +166,11 @@ type cmdCtx struct {
 	duration  string
 	seed      int64
 	postgres  string // demo --postgres
-	feed      feedFlags
-	search    searchFlags
-	live      demoLive // demo --listen: the explorable demo
+	// demo --workspaces: how many simulated workspaces one daemon runs
+	workspaces int
+	feed       feedFlags
+	search     searchFlags
+	live       demoLive // demo --listen: the explorable demo
 	// healthcheck --live: /healthz instead of /readyz
 	liveOnly bool
 	// backup --force: replace an existing FILE
@@ -209,6 +212,7 @@ var commands = []command{
 		fs.StringVar(&c.duration, "duration", "30s", "how long the simulated workspace changes before the final comparison")
 		fs.Int64Var(&c.seed, "seed", 1, "seed of the generated workspace, its changes and faults")
 		fs.StringVar(&c.postgres, "postgres", "", "also project into this Postgres database (schema "+demoSchema+", emptied first), e.g. postgres://user:pw@127.0.0.1:5432/db")
+		fs.IntVar(&c.workspaces, "workspaces", 1, "simulated workspaces in one daemon; from 2, one has a rotating token and, from 3, one is revoked part-way")
 		c.live.flags(fs)
 	}, noConfig: true},
 	{name: "search", about: "Search the messages (full text, newest first) in the SQL projection.", args: "QUERY...", nargs: -1, argsOK: func(c *cmdCtx) error {

@@ -30,6 +30,12 @@ func cmdDemo(ctx context.Context, c *cmdCtx) error {
 	}
 	o.MutateFor = d
 	o.Seed = c.seed
+	switch {
+	case c.workspaces < 1:
+		return usageErr("demo: --workspaces %d: want 1 or more", c.workspaces)
+	case c.workspaces > 1 && c.postgres != "":
+		return usageErr("demo: --postgres projects one workspace: leave out --workspaces")
+	}
 	dir, err := os.MkdirTemp("", "slackpoll-demo-")
 	if err != nil {
 		return err
@@ -40,9 +46,16 @@ func cmdDemo(ctx context.Context, c *cmdCtx) error {
 		}
 	}()
 	o.Dir = dir
-	o.Projections = demoProjections(dir, c.postgres)
 	o.Out = c.env.Stdout
 	o.Log = slog.New(slog.NewTextHandler(c.env.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	if c.workspaces > 1 {
+		o.Workspaces = c.workspaces
+		// Every first read in the feed too, so that each workspace's feed alone must
+		// rebuild its store (checked at the end).
+		o.Feed = rm.FeedConfig{Backfill: true}
+		return demoWorkspaces(ctx, c, o)
+	}
+	o.Projections = demoProjections(dir, c.postgres)
 
 	fmt.Fprintf(c.env.Stdout, "slackpoll demo: seed %d, fake Slack on 127.0.0.1, store %s/demo.db\n", o.Seed, dir)
 	res, err := demo.Run(ctx, o)
@@ -62,6 +75,45 @@ func cmdDemo(ctx context.Context, c *cmdCtx) error {
 	}
 	fmt.Fprintf(c.env.Stdout, "read model matches the workspace: %s\n", res.Report)
 	return demoProjectionResults(c, res)
+}
+
+// demoWorkspaces is `slackpoll demo --workspaces N`: N simulated workspaces in one
+// daemon (demo.RunWorkspaces), one line per workspace, then the summary. A workspace
+// that differs from its truth, or a revoked one not stopped as token_rejected, is an
+// error (exit status 1).
+func demoWorkspaces(ctx context.Context, c *cmdCtx, o demo.Options) error {
+	fmt.Fprintf(c.env.Stdout, "slackpoll demo: seed %d, %d workspaces in one daemon, fake Slack on 127.0.0.1, stores in %s (no SQL projection with several workspaces)\n",
+		o.Seed, o.Workspaces, o.Dir)
+	f, err := demo.RunWorkspaces(ctx, o)
+	if errors.Is(err, context.Canceled) {
+		return fmt.Errorf("demo interrupted")
+	}
+	if err != nil {
+		return err
+	}
+	for _, w := range f.Workspaces {
+		if w.Revoked {
+			fmt.Fprintf(c.env.Stdout, "%s (revoked part-way): %s; %d changes, %d ticks; %s\n", w.TeamID, w.State, w.Mutations, w.Ticks, w.Reason)
+			continue
+		}
+		role := ""
+		if w.Rotating {
+			role = fmt.Sprintf(" (rotating token: %d refreshes)", w.Refreshes)
+		}
+		fmt.Fprintf(c.env.Stdout, "%s%s: %s; %d changes, %d ticks (%d after the last change); %s\n",
+			w.TeamID, role, w.State, w.Mutations, w.Ticks, w.TicksToConverge, w.Report)
+	}
+	if p := f.Problems(); len(p) > 0 {
+		for _, d := range p[:min(len(p), 20)] {
+			fmt.Fprintln(c.env.Stdout, d)
+		}
+		fmt.Fprintln(c.env.Stdout, f.Summary())
+		return fmt.Errorf("read model differs from its workspace in %d places (replay with: slackpoll demo --workspaces %d --seed %d --duration %s)",
+			len(p), o.Workspaces, o.Seed, c.duration)
+	}
+	fmt.Fprintf(c.env.Stdout, "%s in %s\n", "done", f.Elapsed.Round(time.Second))
+	fmt.Fprintln(c.env.Stdout, f.Summary())
+	return nil
 }
 
 // demoProjections are the demo's SQL projection targets: a SQLite file in dir, and

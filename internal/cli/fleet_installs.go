@@ -96,20 +96,8 @@ func (f *fleet) specOf(in installs.Installation, source string) (workspace.Spec,
 	if err != nil {
 		return spec, err
 	}
-	spec.Credentials = rotation{rot}
+	spec.Credentials = rot // Run finishes a refresh a crash interrupted (Recover) first
 	return spec, nil
-}
-
-// rotation is an installs.Rotator as a workspace's credentials: a refresh a crash
-// interrupted is finished (or found lost) before the first one of this run.
-type rotation struct{ *installs.Rotator }
-
-func (r rotation) Run(ctx context.Context) error {
-	if err := r.Recover(ctx); err != nil && ctx.Err() == nil {
-		// Transient: the pending refresh stays, and Run tries it again.
-		slog.Default().Debug("recovering an interrupted refresh failed; retried", "err", err)
-	}
-	return r.Rotator.Run(ctx)
 }
 
 // configCredentials are a listed workspace's: its token, or with a refresh token,

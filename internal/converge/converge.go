@@ -202,10 +202,15 @@ func Diff(model, truth Lines, since rm.TS) Report {
 	for _, u := range truth.Users {
 		truthUser[u.ID] = u
 	}
+	referenced := referencedUsers(model.Messages)
 	for _, mu := range model.Users {
 		tu, ok := truthUser[mu.ID]
 		if !ok {
-			if mu.LookupError == "" {
+			// The truth lists the users its messages reference; the store keeps every
+			// user it looked up, also one whose only message or reaction has since
+			// gone. A user no stored message references is not compared; one that is
+			// referenced must be Slack's (a store holding another team's data is not).
+			if mu.LookupError == "" && referenced[mu.ID] {
 				add("user %s: in the read model but unknown to Slack", mu.ID)
 			}
 			continue
@@ -217,4 +222,30 @@ func Diff(model, truth Lines, since rm.TS) Report {
 	}
 	slices.Sort(r.Differences)
 	return r
+}
+
+// referencedUsers is the set of user IDs msgs reference: authors, reply authors and
+// reaction users of the messages Slack still shows.
+func referencedUsers(msgs []export.MessageLine) map[string]bool {
+	seen := map[string]bool{}
+	reactions := func(rs []rm.Reaction) {
+		for _, r := range rs {
+			for _, u := range r.Users {
+				seen[u] = true
+			}
+		}
+	}
+	for _, m := range msgs {
+		// A message gone from Slack (kept as deleted or missing) references no one
+		// the truth lists: Slack no longer shows it.
+		if !m.Deleted && m.MissingSince == nil {
+			seen[m.User] = true
+			reactions(m.Reactions)
+		}
+		for _, r := range m.Replies {
+			seen[r.User] = true
+			reactions(r.Reactions)
+		}
+	}
+	return seen
 }

@@ -16,12 +16,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/slackpoll/slackpoll/internal/boltstore"
 	"github.com/slackpoll/slackpoll/internal/converge"
-	"github.com/slackpoll/slackpoll/internal/ctxsleep"
 	"github.com/slackpoll/slackpoll/internal/export"
 	"github.com/slackpoll/slackpoll/internal/poller"
 	"github.com/slackpoll/slackpoll/internal/projection"
@@ -78,8 +76,18 @@ type Options struct {
 	// InfoRefresh is the poller's conversations.info refresh and per-conversation
 	// retry period (0 = the poller's default, 1h).
 	InfoRefresh time.Duration
-	// Dir holds the store file.
+	// Dir holds the store file (RunWorkspaces: a store per workspace, <team_id>.db,
+	// and the installations registry of the rotating workspace).
 	Dir string
+	// Workspaces is the number of workspaces RunWorkspaces runs in one supervisor
+	// (0 or 1: one; Run always runs one, as it always has). Workspace i is team
+	// T<i, zero-padded>, generated from seed Seed+i. With two or more, workspace 1's
+	// token rotates, expiring every TokenLifetime; with three or more, workspace 2's
+	// token is revoked half-way through the changes.
+	Workspaces int
+	// TokenLifetime is the life of the rotating workspace's access tokens (default
+	// 4 s: several expiries in any demo).
+	TokenLifetime time.Duration
 	// NoSync skips fsync on store commits (tests: the simulation never crashes).
 	NoSync bool
 	// Loopback serves the fake on 127.0.0.1 (as `slackpoll demo` does); otherwise it is
@@ -175,43 +183,12 @@ type FeedCheck struct {
 // Run runs the demo until the read model matches the truth after the last change, or
 // MaxRotations tail rotations have passed, or ctx ends.
 func Run(ctx context.Context, o Options) (Result, error) {
-	d := DefaultOptions()
-	if o.Size == (slackfake.GenSize{}) {
-		o.Size = d.Size
-	}
-	if o.Out == nil {
-		o.Out = io.Discard
-	}
-	if o.Log == nil {
-		o.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
+	o.fill()
 	start := time.Now()
-	rates := map[string]float64{}
-	fakeRates := map[string]int{}
-	for _, m := range slackapi.Methods {
-		rates[m] = o.RatePerMinute
-		fakeRates[m] = int(o.RatePerMinute)
-	}
-	maps.Copy(fakeRates, o.FakeRates)
-	if o.RequestTimeout <= 0 {
-		o.RequestTimeout = 5 * time.Second
-	}
-	faults := o.Faults
-	if faults == nil {
-		faults = demoFaults
-	}
-	fake := slackfake.New(slackfake.Options{
-		PageCap: o.PageCap, RatePerMinute: fakeRates, ReactionUsersCap: 8,
-		RepeatParentOnEveryPage: o.Seed%2 == 0, Seed: o.Seed,
-		// The read model keeps no blocks; decoding them dominates slack-go's CPU time.
-		OmitBlocks: true,
-	})
-	slackfake.Generate(fake, o.Seed, o.Size)
-	if o.Setup != nil {
-		o.Setup(fake)
-	}
+	rates, _ := o.rateTables()
+	fake := o.newFake(o.Seed, slackfake.Options{})
 	convs := fake.ConversationIDs()
-	window := 72 * time.Hour
+	window := bulkWindow
 
 	apiURL, httpClient := "http://slack.fake/api/", fake.Client()
 	if o.Loopback {
@@ -240,34 +217,11 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		return Result{}, err
 	}
 
-	var (
-		mu    sync.Mutex
-		res   = Result{Calls: map[string]int{}}
-		ticks = make(chan rm.TickSummary, 16)
-	)
-	pl := poller.New(model, src, poller.Config{
-		Rates:         rates,
-		Conversations: convs, Budget: o.Budget, Interval: o.Interval,
-		SoftDeadline: 30 * time.Second, BulkWindow: window, UserCacheTTL: o.UserCacheTTL,
-		InfoRefresh: o.InfoRefresh, Logger: o.Log, Feed: o.Feed,
-		OnTick: func(s rm.TickSummary) {
-			mu.Lock()
-			res.Ticks++
-			res.TickLog = append(res.TickLog, s)
-			for m, n := range s.Calls {
-				res.Calls[m] += n
-			}
-			n := res.Ticks
-			mu.Unlock()
-			fmt.Fprintf(o.Out, "tick %3d  %-22s %5.1fs  calls %-40s written %5d msgs %4d threads  tail %3d  users %3d  tracked %5d\n",
-				n, s.StopReason, s.Finished.Sub(s.Started).Seconds(), callsString(s.Calls),
-				s.MessagesWritten, s.ThreadsWritten, s.TailRead, s.UsersResolved, s.Tracked)
-			select {
-			case ticks <- s:
-			default:
-			}
-		},
-	})
+	res := Result{Calls: map[string]int{}}
+	rec := newRecorder(&res, o.Out, "")
+	pl := poller.New(model, src, o.pollerConfig(rates, poller.Config{
+		Conversations: convs, Logger: o.Log, OnTick: rec.onTick,
+	}))
 	tracked, err := trackOlder(model, fake.Truth(), time.Now().Add(-window), o.Track)
 	if err != nil {
 		return res, err
@@ -281,80 +235,25 @@ func Run(ctx context.Context, o Options) (Result, error) {
 
 	fmt.Fprintf(o.Out, "fake workspace: %d conversations; %d older messages tracked; mutating for %s with %.1f%% injected faults\n",
 		len(convs), tracked, o.MutateFor, 100*o.FaultRate)
-	fake.SetFaultRate(faults, o.FaultRate)
-	mut := slackfake.NewMutator(fake, o.Seed)
-	mut.Disruptive = o.Disruptive
-	until := time.Now().Add(o.MutateFor)
+	fake.SetFaultRate(o.faults(), o.FaultRate)
 	restartAt := time.Now().Add(o.RestartProjectionsAt)
-	for time.Now().Before(until) {
+	until := time.Now().Add(o.MutateFor)
+	if err := mutate(ctx, &o, fake, o.Seed, until, &res, func() {
 		if proj != nil && o.RestartProjectionsAt > 0 && !time.Now().Before(restartAt) {
 			proj.restart()
 			restartAt = until
 		}
-		d := mut.Step()
-		if strings.HasPrefix(d, "skip") || strings.Contains(d, "(skipped") {
-			res.Skipped++
-		}
-		if o.OnChange != nil {
-			o.OnChange(d)
-		}
-		res.Mutations++
-		if err := ctxsleep.Sleep(ctx, o.MutateEvery); err != nil {
-			return res, err
-		}
+	}); err != nil {
+		return res, err
 	}
 	fmt.Fprintf(o.Out, "%d changes applied; comparing after every tick until the read model matches, then for a full tail rotation more\n", res.Mutations)
 
-	// Converged: the first comparison with no difference. The run goes on until every
-	// tracked message has been re-read once more (a later read must not undo it), a
-	// comparison differs again (a regression, reported), or maxTicks have passed.
-	tickAtChange := currentTicks(&mu, &res)
-	var seqAtMatch uint64
-	res.TicksToConverge, res.LastChange = -1, time.Now()
-	for {
-		select {
-		case <-ctx.Done():
-			return res, ctx.Err()
-		case <-finished:
-			return res, fmt.Errorf("poller stopped: %w", runErr)
-		case <-ticks:
-		}
-		after := currentTicks(&mu, &res) - tickAtChange
-		model, err := converge.ModelLines(store, convs)
-		if err != nil {
-			return res, err
-		}
-		since := rm.TSFromUnix(time.Now().Add(-window).Unix())
-		res.Report = converge.Diff(model, converge.Lines(fake.Truth()), since)
-		clean := len(res.Report.Differences) == 0
-		// After the match, a difference is a regression unless the model itself says
-		// the message is not read yet (a placeholder a range or a watched reply
-		// brought in, a thread behind its latest_reply): that must be filled in by
-		// the end of the observation, a full rotation later, which is checked then.
-		if !clean && res.TicksToConverge >= 0 && res.Report.Pending < len(res.Report.Differences) {
-			break // regression
-		}
-		if clean && res.TicksToConverge < 0 {
-			res.TicksToConverge, res.ConvergedAt = after, time.Now()
-			if seqAtMatch, err = lastSeq(store); err != nil {
-				return res, err
-			}
-		}
-		if after >= o.maxTicks() {
-			break
-		}
-		if res.TicksToConverge >= 0 {
-			oldest, err := oldestPolled(store)
-			if err != nil {
-				return res, err
-			}
-			if !oldest.Before(res.ConvergedAt) {
-				break
-			}
-		}
+	cv := newConvergence(&o, store, fake, convs, rec)
+	if err := cv.wait(ctx, finished, func() error { return fmt.Errorf("poller stopped: %w", runErr) }); err != nil {
+		return res, err
 	}
 	stopPoller() // before reading what its ticks recorded
-	if res.Feed, err = checkFeed(store, seqAtMatch, fake.Truth()); err != nil {
+	if res.Feed, err = checkFeed(store, cv.seqAtMatch, fake.Truth()); err != nil {
 		return res, err
 	}
 	if proj != nil {
@@ -401,12 +300,6 @@ func trackOlder(store rm.Store, truth slackfake.Truth, before time.Time, n int) 
 		count++
 	}
 	return count, nil
-}
-
-func currentTicks(mu *sync.Mutex, r *Result) int {
-	mu.Lock()
-	defer mu.Unlock()
-	return r.Ticks
 }
 
 // oldestPolled returns the RotatedAt of the least recently refreshed tracked message

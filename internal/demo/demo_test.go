@@ -20,6 +20,7 @@ import (
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 	"github.com/slackpoll/slackpoll/internal/slackfake"
 	"github.com/slackpoll/slackpoll/internal/testsupport/pgtest"
+	"github.com/slackpoll/slackpoll/internal/workspace"
 )
 
 // seeds is the number of seeds of TestConvergesUnderMutationsAndFaults: 200 in CI
@@ -222,13 +223,16 @@ type seedResult struct {
 	feed    map[string]int
 }
 
+// seedWorkspaces is the number of workspaces of a seed: 1, 2 or 3 in turn, so that
+// the seeds cover one workspace (Run, with the SQL projections), two in one
+// supervisor (one with a rotating token) and three (one revoked part-way too).
+func seedWorkspaces(seed int64) int { return 1 + int(seed%3) }
+
 func convergeSeed(t *testing.T, seed int64, agg *aggregate) {
 	synctest.Test(t, func(t *testing.T) {
-		var out seedResult
-		defer func() { agg.add(out) }() // also when the seed fails
 		o := seedOptions(seed)
 		o.Dir = t.TempDir()
-		o.Projections = seedProjections(t, o.Dir)
+		n := seedWorkspaces(seed)
 		if testing.Verbose() && *seeds == 1 {
 			o.Out = os.Stdout
 		}
@@ -237,59 +241,115 @@ func convergeSeed(t *testing.T, seed int64, agg *aggregate) {
 				f.InjectFault(q)
 			}
 		}
-		out.changes = map[string]int{}
-		o.OnChange = func(d string) { out.changes[changeKind(d)]++ }
-
-		res, err := Run(context.Background(), o)
+		changes := map[string]int{}
+		o.OnChange = func(d string) { changes[changeKind(d)]++ }
+		if n == 1 {
+			o.Projections = seedProjections(t, o.Dir)
+			res, err := Run(context.Background(), o)
+			if err != nil {
+				t.Fatalf("%v\n%s", err, replay(seed))
+			}
+			out := checkSeedWorkspace(t, o, res, "")
+			out.changes = changes
+			agg.add(out)
+			assertProjections(t, o, res)
+			if t.Failed() {
+				t.Log(replay(seed))
+			}
+			return
+		}
+		// Several workspaces share the seed's cost: each is a share of the one
+		// workspace's size and changes as often in all.
+		o.Workspaces = n
+		o.Size.Conversations = max(3, o.Size.Conversations/n)
+		o.Size.Messages /= n
+		o.Track /= n
+		o.MutateEvery *= time.Duration(n)
+		f, err := RunWorkspaces(context.Background(), o)
 		if err != nil {
 			t.Fatalf("%v\n%s", err, replay(seed))
 		}
-		out.mutations, out.ticksToConverge = res.Mutations, res.TicksToConverge
-		took := res.ConvergedAt.Sub(res.LastChange)
-		bound, rotation, promised := convergenceBound(o, res)
-		switch {
-		case len(res.Report.Differences) > 0 && res.TicksToConverge >= 0:
-			t.Errorf("read model matched after %d ticks, then differed again (%s):\n%s", res.TicksToConverge, res.Report, differences(res))
-		case len(res.Report.Differences) > 0:
-			t.Errorf("read model still differs %d ticks after the last change (%s):\n%s", res.Ticks, res.Report, differences(res))
-		case promised && took > bound:
-			t.Errorf("read model matched %s (%d ticks) after the last change, want within %s (rotation period reported: %s)",
-				took, res.TicksToConverge, bound, rotation)
-		}
-		out.noRotation = !promised
-		assertFeed(t, res)
-		assertProjections(t, o, res)
-		out.feed = res.Feed.Kinds
-		if res.Report.Messages == 0 || res.Mutations == res.Skipped {
-			t.Errorf("nothing compared or changed: %+v", res.Report)
-		}
-
-		violations, ra := checkPacing(res.Requests, rates(o), fakeRates(o))
-		if len(violations) > 0 {
-			t.Errorf("%d pacing violations in the request log, the first: %s", len(violations), strings.Join(violations[:min(len(violations), 5)], "; "))
-		}
-		out.faults = map[slackfake.FaultKind]int{}
-		for _, r := range res.Requests {
-			out.faults[r.Fault]++
-			if r.Method == rm.MethodReplies && r.Params.Get("limit") == "1" && r.Status == 200 && r.Error == "" {
-				out.located++
+		for i, w := range f.Workspaces {
+			if w.Revoked {
+				if w.State != workspace.TokenRejected || !strings.HasPrefix(w.Reason, "token_revoked") {
+					t.Errorf("%s, revoked part-way: state %s (%s), want token_rejected with Slack's token_revoked", w.TeamID, w.State, w.Reason)
+				}
+				continue
 			}
-		}
-		for _, k := range allFaults {
-			if out.faults[k] == 0 {
-				t.Errorf("fault %s was never injected", k)
+			if w.State != workspace.Active || w.Err != nil {
+				t.Errorf("%s: state %s (%s), err %v; want active", w.TeamID, w.State, w.Reason, w.Err)
 			}
+			if w.Rotating && w.Refreshes < 2 {
+				t.Errorf("%s: rotating token refreshed %d times, want several", w.TeamID, w.Refreshes)
+			}
+			out := checkSeedWorkspace(t, o, w.Result, w.TeamID+": ")
+			if i == 0 {
+				out.changes = changes
+			}
+			agg.add(out)
 		}
-		// Whether the fake's limit is reached depends on the seed's traffic (a seed
-		// whose conversations are mostly archived or left sends little): the run as a
-		// whole must meet real 429s (see TestConvergesUnderMutationsAndFaults).
-		out.limited = ra.WithRetryAfter
 		if t.Failed() {
 			t.Log(replay(seed))
 		}
-		t.Logf("%s after %d changes; matched %s (%d ticks) after the last change (bound %s, rotation period %s); %d requests, %d 429s with Retry-After",
-			res.Report, res.Mutations, took, res.TicksToConverge, bound, rotation, len(res.Requests), out.limited)
 	})
+}
+
+// checkSeedWorkspace holds one workspace of a seed to the simulation's promises: its
+// read model matches its truth within convergenceBound and stays so, its change feed
+// rebuilds its store, every fault kind was injected, and its request log obeys the
+// pacing rules.
+func checkSeedWorkspace(t *testing.T, o Options, res Result, prefix string) seedResult {
+	t.Helper()
+	var out seedResult
+	out.mutations, out.ticksToConverge = res.Mutations, res.TicksToConverge
+	took := res.ConvergedAt.Sub(res.LastChange)
+	bound, rotation, promised := convergenceBound(o, res)
+	switch {
+	case len(res.Report.Differences) > 0 && res.TicksToConverge >= 0:
+		t.Errorf("%sread model matched after %d ticks, then differed again (%s):\n%s", prefix, res.TicksToConverge, res.Report, differences(res))
+	case len(res.Report.Differences) > 0:
+		t.Errorf("%sread model still differs %d ticks after the last change (%s):\n%s", prefix, res.Ticks, res.Report, differences(res))
+	case promised && took > bound:
+		t.Errorf("%sread model matched %s (%d ticks) after the last change, want within %s (rotation period reported: %s)",
+			prefix, took, res.TicksToConverge, bound, rotation)
+	}
+	out.noRotation = !promised
+	assertFeed(t, res)
+	out.feed = res.Feed.Kinds
+	if res.Report.Messages == 0 || res.Mutations == res.Skipped {
+		t.Errorf("%snothing compared or changed: %+v", prefix, res.Report)
+	}
+	// The rotating workspace's refreshes (oauth.v2.access) are not paced by the
+	// client's limiters: Slack allows them at Tier 4, and they are a few.
+	var reqs []slackfake.Request
+	for _, r := range res.Requests {
+		if r.Method != "oauth.v2.access" {
+			reqs = append(reqs, r)
+		}
+	}
+	violations, ra := checkPacing(reqs, rates(o), fakeRates(o))
+	if len(violations) > 0 {
+		t.Errorf("%s%d pacing violations in the request log, the first: %s", prefix, len(violations), strings.Join(violations[:min(len(violations), 5)], "; "))
+	}
+	out.faults = map[slackfake.FaultKind]int{}
+	for _, r := range reqs {
+		out.faults[r.Fault]++
+		if r.Method == rm.MethodReplies && r.Params.Get("limit") == "1" && r.Status == 200 && r.Error == "" {
+			out.located++
+		}
+	}
+	for _, k := range allFaults {
+		if out.faults[k] == 0 {
+			t.Errorf("%sfault %s was never injected", prefix, k)
+		}
+	}
+	// Whether the fake's limit is reached depends on the seed's traffic (a seed
+	// whose conversations are mostly archived or left sends little): the run as a
+	// whole must meet real 429s (see TestConvergesUnderMutationsAndFaults).
+	out.limited = ra.WithRetryAfter
+	t.Logf("%s%s after %d changes; matched %s (%d ticks) after the last change (bound %s, rotation period %s); %d requests, %d 429s with Retry-After",
+		prefix, res.Report, res.Mutations, took, res.TicksToConverge, bound, rotation, len(res.Requests), out.limited)
+	return out
 }
 
 // assertFeed holds the change feed to its promise: complete and exact (replayed from

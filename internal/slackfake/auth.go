@@ -11,6 +11,14 @@ import (
 // Slack's 12 hours (expires_in 43200).
 const TokenLifetime = 12 * time.Hour
 
+// tokenLifetime is the life of the access tokens this Server issues.
+func (s *Server) tokenLifetime() time.Duration {
+	if s.opts.TokenLifetime > 0 {
+		return s.opts.TokenLifetime
+	}
+	return TokenLifetime
+}
+
 // auth is a Server's token state. Callers hold Server.mu.
 type auth struct {
 	current string                // the newest access token (Token)
@@ -78,7 +86,7 @@ func (s *Server) issue(now time.Time) (access, refresh string) {
 	refresh = "xoxe-1-" + a.random(70)
 	old := a.refresh
 	a.current = access
-	a.tokens[access] = &tokenInfo{expires: now.Add(TokenLifetime)}
+	a.tokens[access] = &tokenInfo{expires: now.Add(s.tokenLifetime())}
 	a.refresh = refresh
 	a.teams.index(s, access, refresh, old)
 	return access, refresh
@@ -105,10 +113,10 @@ func (s *Server) checkToken(token string, now time.Time) string {
 
 // EnableRotation turns on token rotation for the app with this client id and secret,
 // as an install of an app with rotation on: it issues an access token ("xoxe.xoxb-1-…",
-// valid for TokenLifetime from Options.Now) and a single-use refresh token
+// valid for Options.TokenLifetime (default TokenLifetime) from Options.Now) and a single-use refresh token
 // ("xoxe-1-…") for oauth.v2.access. The previous long-lived token stops working
 // (invalid_auth), as after Slack's oauth.v2.exchange. Called again, it issues a fresh
-// pair and forgets the old refresh token. expiresIn is TokenLifetime.
+// pair and forgets the old refresh token. expiresIn is the tokens' lifetime.
 func (s *Server) EnableRotation(clientID, clientSecret string) (access, refresh string, expiresIn time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -123,7 +131,7 @@ func (s *Server) EnableRotation(clientID, clientSecret string) (access, refresh 
 	s.auth.rotate = true
 	s.auth.client, s.auth.secret = clientID, clientSecret
 	access, refresh = s.issue(s.now())
-	return access, refresh, TokenLifetime
+	return access, refresh, s.tokenLifetime()
 }
 
 // RefreshToken returns the refresh token that oauth.v2.access accepts now, "" without
@@ -204,7 +212,7 @@ func (s *Server) oauthAccess(c *call) (segments, *apiErr) {
 		RefreshToken        string  `json:"refresh_token"`
 	}{true, access, "bot", s.scopeHeader(), botUserID, botAppID,
 		idName{s.id.teamID, s.id.teamName}, ent, s.id.enterpriseID != "",
-		int(TokenLifetime / time.Second), refresh})
+		int(s.tokenLifetime() / time.Second), refresh})
 }
 
 // validID reports whether id looks like a Slack ID starting with prefix: the prefix

@@ -39,8 +39,8 @@
 // workspace, as Slack counts per workspace and app), faults and request log.
 //
 // Token rotation follows Slack's rules (docs.slack.dev/authentication/using-token-rotation):
-// after EnableRotation, access tokens ("xoxe.xoxb-1-…") expire TokenLifetime (12 h) after
-// issue on Options.Now and then answer token_expired; oauth.v2.access with
+// after EnableRotation, access tokens ("xoxe.xoxb-1-…") expire Options.TokenLifetime
+// (default TokenLifetime, 12 h) after issue on Options.Now and then answer token_expired; oauth.v2.access with
 // grant_type=refresh_token exchanges the single-use refresh token ("xoxe-1-…") for a new
 // pair, refusing a used one with invalid_refresh_token; the previous access token lives
 // to its own expiry. RevokeToken is an uninstall: token_revoked for every token,

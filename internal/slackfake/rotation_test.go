@@ -214,3 +214,29 @@ func TestRotatedTokenSharesRateLimit(t *testing.T) {
 		t.Fatalf("second call with the new token: %d %s, want 429", got.status, got.body)
 	}
 }
+
+// TestRotationTokenLifetimeOption: Options.TokenLifetime sets the rotating tokens'
+// life (EnableRotation's expiresIn, oauth.v2.access's expires_in and the expiry
+// itself), so a demo in real time sees tokens expire within seconds.
+func TestRotationTokenLifetimeOption(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := New(Options{TeamID: "T0SHORT01", TokenLifetime: 4 * time.Second})
+		access, rt, exp := s.EnableRotation(testClientID, testClientSecret)
+		if exp != 4*time.Second {
+			t.Fatalf("EnableRotation expiresIn = %v, want 4s", exp)
+		}
+		resp, err := refresh(s.Client(), rt)
+		must(t, err)
+		if resp.ExpiresIn != 4 {
+			t.Fatalf("oauth.v2.access expires_in = %d, want 4", resp.ExpiresIn)
+		}
+		time.Sleep(4*time.Second - time.Millisecond)
+		_, err = authTestWith(s.Client(), resp.AccessToken)
+		must(t, err)
+		time.Sleep(time.Millisecond)
+		for _, tok := range []string{access, resp.AccessToken} {
+			_, err = authTestWith(s.Client(), tok)
+			wantCode(t, err, "token_expired")
+		}
+	})
+}

@@ -44,6 +44,10 @@ type Options struct {
 	// TeamID is unset too, else a token derived from TeamID and Seed, so that servers
 	// of different teams never share a token.
 	Token string
+	// TokenLifetime is how long a rotating access token lives (expires_in); 0 =
+	// TokenLifetime, Slack's 12 hours. A few seconds lets a demo in real time see its
+	// tokens expire and be refreshed.
+	TokenLifetime time.Duration
 	// OmitBlocks leaves out the rich_text blocks Slack adds to user messages. slack-go
 	// decodes blocks slowly (most of its cost per page); benchmarks of code above it
 	// may prefer to skip them. Default false: messages look as Slack sends them.

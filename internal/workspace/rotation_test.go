@@ -43,7 +43,7 @@ func TestRotatingWorkspace48HoursWithoutAGap(t *testing.T) {
 		}
 		var ticks []rm.TickSummary
 		_, _, sup := fleetWith(t, teams, dir, 5*time.Minute, func(_ *workspace.Unit, s rm.TickSummary) { ticks = append(ticks, s) })
-		if _, err := sup.Start(workspace.Spec{TeamID: fake.TeamID(), Credentials: rotating{rot}, Discover: true}); err != nil {
+		if _, err := sup.Start(workspace.Spec{TeamID: fake.TeamID(), Credentials: rot, Discover: true}); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(48 * time.Hour)
@@ -80,6 +80,3 @@ func TestRotatingWorkspace48HoursWithoutAGap(t *testing.T) {
 		}
 	})
 }
-
-// rotating is an installs.Rotator as workspace.Rotation.
-type rotating struct{ *installs.Rotator }
