@@ -18,10 +18,10 @@ var _ readmodel.Store = (*Store)(nil)
 // Store is a readmodel.Store in one bbolt file. It is safe for concurrent use: Update
 // calls are serialized by bbolt, View calls run concurrently.
 type Store struct {
-	db   *bolt.DB
-	path string
-	bad     badRecords
-	stale   staleTiles
+	db    *bolt.DB
+	path  string
+	bad   badRecords
+	stale staleTiles
 	// written counts the message values committed with changed content.
 	written atomic.Uint64
 	// opened is the file bbolt opened, to notice it deleted or replaced under us;

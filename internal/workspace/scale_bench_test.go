@@ -238,10 +238,10 @@ type busyResult struct {
 	estimate, measured, limits []float64
 	// exact is the measured rotation ÷ the exact limit: Σ⌈(replies + 1) ÷ page⌉
 	// replies calls, where PhysicalLimit counts a bound never above it.
-	exact []float64
-	heapPer, goroutinesPer     float64
-	cpuPerMin                  float64 // CPU milliseconds per simulated minute
-	simulated                  time.Duration
+	exact                  []float64
+	heapPer, goroutinesPer float64
+	cpuPerMin              float64 // CPU milliseconds per simulated minute
+	simulated              time.Duration
 }
 
 func measureBusy(t *testing.T, n int) busyResult {
