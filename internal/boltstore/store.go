@@ -18,12 +18,10 @@ var _ readmodel.Store = (*Store)(nil)
 // Store is a readmodel.Store in one bbolt file. It is safe for concurrent use: Update
 // calls are serialized by bbolt, View calls run concurrently.
 type Store struct {
-	db   *bolt.DB
-	path string
-	// scratch is reused by the write transactions, which bbolt serializes.
-	scratch scratch
-	bad     badRecords
-	stale   staleTiles
+	db    *bolt.DB
+	path  string
+	bad   badRecords
+	stale staleTiles
 	// written counts the message values committed with changed content.
 	written atomic.Uint64
 	// opened is the file bbolt opened, to notice it deleted or replaced under us;
@@ -117,11 +115,13 @@ func (s *Store) update(fn func(readmodel.Tx) error) error {
 	var written int
 	rebuild := s.bad.toRebuild()
 	var rebuilt []string
+	// The scratch goes back to the pool once bbolt has committed (it keeps Put's
+	// values until then).
+	sc := scratches.Get().(*scratch)
+	defer scratches.Put(sc)
 	err := s.db.Update(func(btx *bolt.Tx) error {
-		// Inside Update we hold bbolt's writer lock, and the previous write
-		// transaction has finished with the scratch.
-		s.scratch.reset()
-		t := newTx(btx, &s.scratch, &s.bad)
+		sc.reset()
+		t := newTx(btx, sc, &s.bad)
 		t.stale = &s.stale
 		if len(rebuild) > 0 {
 			var err error

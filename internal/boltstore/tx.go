@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	bolt "go.etcd.io/bbolt"
 	bberrors "go.etcd.io/bbolt/errors"
@@ -53,8 +54,11 @@ type tx struct {
 	*scratch
 }
 
-// scratch is the memory of a write transaction that outlives it, for the next one:
-// bbolt runs one write transaction at a time, so a Store keeps one.
+// scratch is the memory of a write transaction that outlives it, for the next one.
+// The scratches are pooled by the process, not kept per Store: a daemon of many
+// workspaces holds each store open while it idles between ticks, and a scratch keeps
+// what its largest transaction needed (up to the arena's 4 MiB, and the tail queue's
+// arrays), which 1,000 idle stores would keep 1,000 times.
 type scratch struct {
 	// arena holds the values handed to Put, which bbolt keeps until commit.
 	arena arena
@@ -73,6 +77,9 @@ type scratch struct {
 	// written counts the message values this transaction put (content changed).
 	written int
 }
+
+// scratches holds the scratches between write transactions, for every store.
+var scratches = sync.Pool{New: func() any { return new(scratch) }}
 
 // reset readies s for the next transaction, after the last one ended.
 func (s *scratch) reset() {
