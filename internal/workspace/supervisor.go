@@ -189,9 +189,9 @@ func (u *Unit) stop() error {
 	if u.store == nil {
 		return nil
 	}
-	err := u.store.Close()
-	u.store = nil
-	if err != nil {
+	// The field stays: a request that still holds the unit reads a closed store (an
+	// error), never a nil one.
+	if err := u.store.Close(); err != nil {
 		return fmt.Errorf("closing store %s: %w", u.path, err)
 	}
 	return nil

@@ -166,10 +166,11 @@ func (u *Unit) run(ctx context.Context) {
 	}
 	// A store that fails a transaction anywhere (a tick, a request, a delivery)
 	// stops this workspace only.
+	store := u.store
 	go func() {
 		select {
-		case <-u.store.Failed():
-			u.set(Damaged, fmt.Sprintf("the store failed: %v (restore a backup, or purge the workspace)", u.store.Err()))
+		case <-store.Failed():
+			u.set(Damaged, fmt.Sprintf("the store failed: %v (restore a backup, or purge the workspace)", store.Err()))
 			u.cancel()
 		case <-ctx.Done():
 		}
