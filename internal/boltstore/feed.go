@@ -52,7 +52,7 @@ func (t *tx) Changes(after uint64, fn func(readmodel.Change) error) error {
 	if b == nil || after == math.MaxUint64 { // after+1 would wrap to the first change
 		return nil
 	}
-	team := t.teamID()
+	team := teamOf(t)
 	c := b.Cursor()
 	for k, v := c.Seek(seqKey(after + 1)); k != nil; k, v = c.Next() {
 		ch, err := decodeChange(v)
@@ -124,9 +124,9 @@ func addFeed(btx *bolt.Tx, path string) error {
 	return nil
 }
 
-// teamID is the workspace of the store (its cached auth.test answer), "" before the
-// first: no change is written before it.
-func (t *tx) teamID() string {
+// teamOf is the workspace of the store t reads (its cached auth.test answer), ""
+// before the first: no change is written before it.
+func teamOf(t *tx) string {
 	id, ok, err := t.Identity()
 	if err != nil || !ok {
 		return ""

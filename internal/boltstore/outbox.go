@@ -268,7 +268,7 @@ func (t *tx) Outbox(webhook string, fn func(readmodel.OutboxRow) error) error {
 // unchanged, so that a walk over every webhook stops too. An undecodable row is
 // skipped and reported, so that it stops neither its webhook's claims nor the status.
 func (t *tx) outboxRows(webhook string, b *bolt.Bucket, fn func(readmodel.OutboxRow) error) error {
-	team := t.teamID()
+	team := teamOf(t)
 	c := b.Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
 		if len(k) != 8 {
@@ -311,7 +311,7 @@ func (t *tx) outboxRow(webhook string, b *bolt.Bucket, seq uint64) (readmodel.Ou
 		t.addOutbox(webhook, seqKey(seq), err) // absent, as every read of it
 		return readmodel.OutboxRow{}, false, nil
 	}
-	r.Change.TeamID = t.teamID()
+	r.Change.TeamID = teamOf(t)
 	return r, true, nil
 }
 

@@ -302,10 +302,10 @@ func trackOlder(store rm.Store, truth slackfake.Truth, before time.Time, n int) 
 	return count, nil
 }
 
-// oldestPolled returns the RotatedAt of the least recently refreshed tracked message
+// OldestPolled returns the RotatedAt of the least recently refreshed tracked message
 // (with its thread, for a parent) in a conversation the poller reads (status ok), zero
 // when one was never read. Conversations it cannot read keep stale data by design.
-func oldestPolled(s rm.Store) (time.Time, error) {
+func OldestPolled(s rm.Store) (time.Time, error) {
 	var t time.Time
 	err := s.View(func(tx rm.Tx) error {
 		readable := map[string]bool{}

@@ -210,7 +210,7 @@ func (c *convergence) wait(ctx context.Context, stopped <-chan struct{}, stopErr
 			return nil
 		}
 		if res.TicksToConverge >= 0 {
-			oldest, err := oldestPolled(c.store)
+			oldest, err := OldestPolled(c.store)
 			if err != nil {
 				return err
 			}

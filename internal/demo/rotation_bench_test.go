@@ -8,13 +8,13 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/slackpoll/slackpoll/internal/poller"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 	"github.com/slackpoll/slackpoll/internal/slackapi"
 	"github.com/slackpoll/slackpoll/internal/slackfake"
+	"github.com/slackpoll/slackpoll/internal/testsupport/bubble"
 )
 
 // The rotation benchmark measures how long the poller takes to re-read every stored
@@ -68,7 +68,7 @@ func BenchmarkRotation(b *testing.B) {
 			b.Run(profile+"/"+sh.name, func(b *testing.B) {
 				var res rotationResult
 				for b.Loop() {
-					res = inBubble(b, func(t *testing.T) rotationResult { return measureShape(t, sh, profile) })
+					res = bubble.Run(b, func(t *testing.T) rotationResult { return measureShape(t, sh, profile) })
 				}
 				b.ReportMetric(res.rotation.Minutes(), "rotation-min")
 				b.ReportMetric(res.limit.Minutes(), "limit-min")
@@ -100,26 +100,11 @@ func BenchmarkWatchedRotation(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			var took time.Duration
 			for b.Loop() {
-				took = inBubble(b, func(t *testing.T) time.Duration { return measureWatched(t, withReactions) })
+				took = bubble.Run(b, func(t *testing.T) time.Duration { return measureWatched(t, withReactions) })
 			}
 			b.ReportMetric(took.Minutes(), "watched-rotation-min")
 		})
 	}
-}
-
-// inBubble runs f in a synctest bubble, which only a test can open, and returns its
-// result to the benchmark.
-func inBubble[R any](b *testing.B, f func(t *testing.T) R) R {
-	b.Helper()
-	var out R
-	ok := testing.RunTests(func(string, string) (bool, error) { return true, nil }, []testing.InternalTest{{
-		Name: b.Name(),
-		F:    func(t *testing.T) { synctest.Test(t, func(t *testing.T) { out = f(t) }) },
-	}})
-	if !ok {
-		b.Fatal("the simulation failed")
-	}
-	return out
 }
 
 // profileFake is a fake Slack with the page cap of profile and one user.
@@ -230,7 +215,7 @@ func measureShape(t *testing.T, sh rotationShape, profile string) rotationResult
 		t.Helper()
 		for {
 			time.Sleep(10 * time.Second)
-			oldest, err := oldestPolled(store)
+			oldest, err := OldestPolled(store)
 			must(t, err)
 			if !oldest.IsZero() && oldest.After(since) {
 				return

@@ -60,7 +60,7 @@ func measureRotation(t *testing.T, profile string) {
 	const step = 10 * time.Second // the observation's resolution
 	for {
 		time.Sleep(step)
-		oldest, err := oldestPolled(store)
+		oldest, err := OldestPolled(store)
 		must(t, err)
 		if !oldest.IsZero() && oldest.After(start) {
 			break

@@ -151,7 +151,7 @@ func New(opts Options) http.Handler {
 	} else {
 		a := newAPI(opts)
 		a.metrics.Watch(a.statusInput, a.store)
-		mux = a.mux(opts.MCP)
+		mux = apiMux(a, opts.MCP)
 	}
 	var h http.Handler = mux
 	h = requireJSON(h)
@@ -171,7 +171,7 @@ func New(opts Options) http.Handler {
 // it (host, origin, token, JSON) nor the store gauges: what New with
 // Options.Workspaces serves under /v1/workspaces/{team_id}/, behind its own checks.
 // Options.Metrics should be the daemon's (nil builds a registry per call).
-func NewWorkspace(opts Options) http.Handler { return newAPI(opts).mux(opts.MCP) }
+func NewWorkspace(opts Options) http.Handler { return apiMux(newAPI(opts), opts.MCP) }
 
 func newAPI(opts Options) *api {
 	a := &api{
@@ -201,8 +201,8 @@ func newAPI(opts Options) *api {
 	return a
 }
 
-// mux is the API's routes, and the MCP server's at /mcp when set.
-func (a *api) mux(mcp http.Handler) *http.ServeMux {
+// apiMux is a's routes, and the MCP server's at /mcp when set.
+func apiMux(a *api, mcp http.Handler) *http.ServeMux {
 	mux := http.NewServeMux()
 	a.routes(mux)
 	if mcp != nil {

@@ -9,15 +9,15 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/slackpoll/slackpoll/internal/boltstore"
-
+	"github.com/slackpoll/slackpoll/internal/demo"
 	"github.com/slackpoll/slackpoll/internal/poller"
 	rm "github.com/slackpoll/slackpoll/internal/readmodel"
 	"github.com/slackpoll/slackpoll/internal/slackapi"
 	"github.com/slackpoll/slackpoll/internal/slackfake"
+	"github.com/slackpoll/slackpoll/internal/testsupport/bubble"
 	"github.com/slackpoll/slackpoll/internal/workspace"
 )
 
@@ -209,7 +209,7 @@ func BenchmarkBusyWorkspaces(b *testing.B) {
 	n := envInt("SCALE_WORKSPACES", 1000)
 	var res busyResult
 	for b.Loop() {
-		res = inBubble(b, func(t *testing.T) busyResult { return measureBusy(t, n) })
+		res = bubble.Run(b, func(t *testing.T) busyResult { return measureBusy(t, n) })
 	}
 	b.ReportMetric(quantile(res.estimate, 1), "max-x-limit")
 	b.ReportMetric(quantile(res.estimate, 0.5), "p50-x-limit")
@@ -292,7 +292,7 @@ func measureBusy(t *testing.T, n int) busyResult {
 			if _, done := second[id]; done {
 				continue
 			}
-			oldest, err := oldestRotated(u.Store())
+			oldest, err := demo.OldestPolled(u.Store())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -426,41 +426,4 @@ func exactLimit(s *boltstore.Store, page int, rates map[string]float64) (time.Du
 		return time.Duration(float64(n) / rates[method] * float64(time.Minute))
 	}
 	return max(calls(history, rm.MethodHistory), calls(replies, rm.MethodReplies)), err
-}
-
-// oldestRotated is when the least recently re-read tail entry of a readable
-// conversation was re-read (zero if one never was).
-func oldestRotated(s *boltstore.Store) (time.Time, error) {
-	var t time.Time
-	err := s.View(func(tx rm.Tx) error {
-		readable := map[string]bool{}
-		if err := tx.Conversations(func(c rm.Conversation) error {
-			readable[c.ID] = c.Status == rm.StatusOK
-			return nil
-		}); err != nil {
-			return err
-		}
-		e, err := tx.TailOldest(1, func(e rm.TailEntry) bool { return !readable[e.Channel] })
-		if err != nil || len(e) == 0 || e[0].RotatedAt == nil {
-			return err
-		}
-		t = *e[0].RotatedAt
-		return nil
-	})
-	return t, err
-}
-
-// inBubble runs f in a synctest bubble, which only a test can open, and returns its
-// result to the benchmark.
-func inBubble[R any](b *testing.B, f func(t *testing.T) R) R {
-	b.Helper()
-	var out R
-	ok := testing.RunTests(func(string, string) (bool, error) { return true, nil }, []testing.InternalTest{{
-		Name: b.Name(),
-		F:    func(t *testing.T) { synctest.Test(t, func(t *testing.T) { out = f(t) }) },
-	}})
-	if !ok {
-		b.Fatal("the simulation failed")
-	}
-	return out
 }
